@@ -1,0 +1,165 @@
+//! The communication events mpiover attributes, and what a wait in each means.
+//!
+//! Every MPI function is counted and timed by the interposer, but only the
+//! functions listed here are *events*: calls whose duration can hold overhead
+//! (seed 004 §10) and which get a per-site entry with p, bytes and peer. The
+//! wait-state names follow Scalasca so that users recognise them.
+
+use serde::{Deserialize, Serialize};
+
+/// How a communication event behaves, which decides the wait state its
+/// overhead indicates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventClass {
+    /// Blocking send (Send, Bsend, Rsend, Ssend): waits for the receiver.
+    Send,
+    /// Blocking receive (Recv, Mrecv): waits for the sender.
+    Recv,
+    /// Sendrecv(_replace): both at once.
+    SendRecv,
+    /// Blocking probe: waits for a message to arrive.
+    Probe,
+    /// Posting a non-blocking operation (Isend, Irecv, Ibcast, ...): cheap.
+    Post,
+    /// Completion (Wait*, Test*): where the time of a non-blocking call goes.
+    Completion,
+    /// Non-polling local call that can still take time (Iprobe, Improbe).
+    Poll,
+    /// Collective where everybody waits for everybody (Allreduce, Alltoall, ...).
+    CollectiveNxN,
+    /// Barrier.
+    Barrier,
+    /// One-to-all (Bcast, Scatter(v)): non-roots wait for a late root.
+    CollectiveOneToN,
+    /// All-to-one (Reduce, Gather(v)): the root waits for late others.
+    CollectiveNToOne,
+    /// Prefix reductions (Scan, Exscan): rank i waits for ranks < i.
+    CollectiveScan,
+}
+
+/// Scalasca's name for the wait state that overhead in this class indicates.
+/// `rendezvous` says whether a send was large enough to need the receiver.
+pub fn wait_state(class: EventClass, rendezvous: bool) -> Option<&'static str> {
+    match class {
+        EventClass::Recv | EventClass::Probe => Some("Late Sender"),
+        EventClass::Send if rendezvous => Some("Late Receiver"),
+        EventClass::Send => None,
+        EventClass::SendRecv => Some("Late Sender"),
+        EventClass::CollectiveNxN => Some("Wait at NxN"),
+        EventClass::Barrier => Some("Wait at Barrier"),
+        EventClass::CollectiveOneToN => Some("Late Broadcast"),
+        EventClass::CollectiveNToOne => Some("Early Reduce"),
+        EventClass::CollectiveScan => Some("Early Scan"),
+        EventClass::Post | EventClass::Completion | EventClass::Poll => None,
+    }
+}
+
+/// The event catalogue: MPI function name and its class. Names are the C names;
+/// Fortran entry points report under the same name.
+pub const EVENTS: &[(&str, EventClass)] = &[
+    ("MPI_Send", EventClass::Send),
+    ("MPI_Bsend", EventClass::Send),
+    ("MPI_Rsend", EventClass::Send),
+    ("MPI_Ssend", EventClass::Send),
+    ("MPI_Recv", EventClass::Recv),
+    ("MPI_Mrecv", EventClass::Recv),
+    ("MPI_Sendrecv", EventClass::SendRecv),
+    ("MPI_Sendrecv_replace", EventClass::SendRecv),
+    ("MPI_Probe", EventClass::Probe),
+    ("MPI_Mprobe", EventClass::Probe),
+    ("MPI_Iprobe", EventClass::Poll),
+    ("MPI_Improbe", EventClass::Poll),
+    ("MPI_Isend", EventClass::Post),
+    ("MPI_Ibsend", EventClass::Post),
+    ("MPI_Irsend", EventClass::Post),
+    ("MPI_Issend", EventClass::Post),
+    ("MPI_Irecv", EventClass::Post),
+    ("MPI_Imrecv", EventClass::Post),
+    ("MPI_Send_init", EventClass::Post),
+    ("MPI_Bsend_init", EventClass::Post),
+    ("MPI_Rsend_init", EventClass::Post),
+    ("MPI_Ssend_init", EventClass::Post),
+    ("MPI_Recv_init", EventClass::Post),
+    ("MPI_Start", EventClass::Post),
+    ("MPI_Startall", EventClass::Post),
+    ("MPI_Wait", EventClass::Completion),
+    ("MPI_Waitall", EventClass::Completion),
+    ("MPI_Waitany", EventClass::Completion),
+    ("MPI_Waitsome", EventClass::Completion),
+    ("MPI_Test", EventClass::Completion),
+    ("MPI_Testall", EventClass::Completion),
+    ("MPI_Testany", EventClass::Completion),
+    ("MPI_Testsome", EventClass::Completion),
+    ("MPI_Barrier", EventClass::Barrier),
+    ("MPI_Bcast", EventClass::CollectiveOneToN),
+    ("MPI_Scatter", EventClass::CollectiveOneToN),
+    ("MPI_Scatterv", EventClass::CollectiveOneToN),
+    ("MPI_Reduce", EventClass::CollectiveNToOne),
+    ("MPI_Gather", EventClass::CollectiveNToOne),
+    ("MPI_Gatherv", EventClass::CollectiveNToOne),
+    ("MPI_Allreduce", EventClass::CollectiveNxN),
+    ("MPI_Allgather", EventClass::CollectiveNxN),
+    ("MPI_Allgatherv", EventClass::CollectiveNxN),
+    ("MPI_Alltoall", EventClass::CollectiveNxN),
+    ("MPI_Alltoallv", EventClass::CollectiveNxN),
+    ("MPI_Alltoallw", EventClass::CollectiveNxN),
+    ("MPI_Reduce_scatter", EventClass::CollectiveNxN),
+    ("MPI_Reduce_scatter_block", EventClass::CollectiveNxN),
+    ("MPI_Neighbor_allgather", EventClass::CollectiveNxN),
+    ("MPI_Neighbor_allgatherv", EventClass::CollectiveNxN),
+    ("MPI_Neighbor_alltoall", EventClass::CollectiveNxN),
+    ("MPI_Neighbor_alltoallv", EventClass::CollectiveNxN),
+    ("MPI_Neighbor_alltoallw", EventClass::CollectiveNxN),
+    ("MPI_Scan", EventClass::CollectiveScan),
+    ("MPI_Exscan", EventClass::CollectiveScan),
+    ("MPI_Ibarrier", EventClass::Post),
+    ("MPI_Ibcast", EventClass::Post),
+    ("MPI_Ireduce", EventClass::Post),
+    ("MPI_Iallreduce", EventClass::Post),
+    ("MPI_Igather", EventClass::Post),
+    ("MPI_Igatherv", EventClass::Post),
+    ("MPI_Iscatter", EventClass::Post),
+    ("MPI_Iscatterv", EventClass::Post),
+    ("MPI_Iallgather", EventClass::Post),
+    ("MPI_Iallgatherv", EventClass::Post),
+    ("MPI_Ialltoall", EventClass::Post),
+    ("MPI_Ialltoallv", EventClass::Post),
+    ("MPI_Ialltoallw", EventClass::Post),
+    ("MPI_Ireduce_scatter", EventClass::Post),
+    ("MPI_Ireduce_scatter_block", EventClass::Post),
+    ("MPI_Iscan", EventClass::Post),
+    ("MPI_Iexscan", EventClass::Post),
+];
+
+/// Class of an event function, by its C name (`MPI_Recv`).
+pub fn class_of(function: &str) -> Option<EventClass> {
+    EVENTS
+        .iter()
+        .find(|(n, _)| *n == function)
+        .map(|(_, c)| *c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_c_style() {
+        let mut names: Vec<_> = EVENTS.iter().map(|(n, _)| *n).collect();
+        names.sort();
+        let len = names.len();
+        names.dedup();
+        assert_eq!(names.len(), len);
+        assert!(names.iter().all(|n| n.starts_with("MPI_")));
+    }
+
+    #[test]
+    fn scalasca_names() {
+        assert_eq!(wait_state(class_of("MPI_Recv").unwrap(), false), Some("Late Sender"));
+        assert_eq!(wait_state(class_of("MPI_Ssend").unwrap(), true), Some("Late Receiver"));
+        assert_eq!(wait_state(class_of("MPI_Allreduce").unwrap(), false), Some("Wait at NxN"));
+        assert_eq!(wait_state(class_of("MPI_Bcast").unwrap(), false), Some("Late Broadcast"));
+        assert_eq!(wait_state(class_of("MPI_Reduce").unwrap(), false), Some("Early Reduce"));
+    }
+}

@@ -1,0 +1,15 @@
+//! What the three parts of mpiover share, kept free of MPI so that the report
+//! builds and runs where no MPI is installed.
+//!
+//! - [`histogram`]: the log-scale duration histogram the interposer fills on
+//!   every call and the report re-analyses against any tmax.
+//! - [`record`]: the per-rank run record (`mpiover-record/1`), written by
+//!   `libmpiover.so` and read by `mpiover report`.
+//! - [`functions`]: the catalogue of communication events and their class
+//!   (what a wait in them means).
+//! - [`profile`]: the calibrated tmax profile (`mpiover-profile/1`) and its lookup.
+
+pub mod functions;
+pub mod histogram;
+pub mod profile;
+pub mod record;

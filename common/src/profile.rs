@@ -1,0 +1,1 @@
+//! Filled by issue 4 (profile format and lookup).

@@ -1,0 +1,187 @@
+//! The per-rank run record, schema `mpiover-record/1`.
+//!
+//! `libmpiover.so` writes one file per rank, `rank-<NNNNNN>.json`, into the run
+//! directory; `mpiover report` reads them all. The format is documented for
+//! users in `docs/record-format.md`; this module is the single definition both
+//! sides compile against (bytehound's `common/` crate does the same).
+//!
+//! Durations inside histograms are in raw timer units; `timer.unit_s` converts
+//! them to seconds. Every other time is in seconds.
+
+use serde::{Deserialize, Serialize};
+
+use crate::histogram::Histogram;
+
+pub const RECORD_SCHEMA: &str = "mpiover-record/1";
+
+/// File name of a rank's record inside the run directory.
+pub fn rank_file_name(rank: u32) -> String {
+    format!("rank-{rank:06}.json")
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Always [`RECORD_SCHEMA`]; readers refuse anything else.
+    pub schema: String,
+    /// Identifier shared by all ranks of one run (chosen by rank 0 at
+    /// `MPI_Init` and broadcast); records with different ids are different runs.
+    pub run_id: String,
+    /// Rank in `MPI_COMM_WORLD`, and the world size.
+    pub rank: u32,
+    pub ranks: u32,
+    pub host: String,
+    pub pid: u32,
+    /// `MPI_Get_library_version` string.
+    pub mpi_library: String,
+    /// Thread level granted by `MPI_Init_thread` (`single`, `funneled`,
+    /// `serialized`, `multiple`), or `single` for `MPI_Init`.
+    pub thread_level: String,
+    /// argv of the process.
+    pub command: Vec<String>,
+    /// Wall-clock times (Unix seconds) of `MPI_Init` and of writing the record.
+    pub start_unix_s: f64,
+    pub end_unix_s: f64,
+    /// Application time: from `MPI_Init` to the end of the record (seconds).
+    pub app_time_s: f64,
+    /// Time inside every wrapped MPI function (events and others), seconds.
+    pub mpi_time_s: f64,
+    /// How the record was written: `finalize`, `exit`, or `signal:SIGTERM` etc.
+    pub finished: String,
+    pub timer: Timer,
+    pub tool: Tool,
+    /// The profile used for online overhead, if any.
+    pub profile: Option<ProfileUse>,
+    /// Call sites referenced by `entries[].site` and `entries[].post_site`.
+    pub sites: Vec<Site>,
+    /// Count and time of every wrapped MPI function, events or not.
+    pub functions: Vec<FunctionTotal>,
+    /// Aggregated communication events, one per key.
+    pub entries: Vec<Entry>,
+    /// Keys that did not fit under the cap and were folded into the entries with
+    /// `function == "other"`.
+    pub folded: Folded,
+    /// Warnings the tool raised during the run (once each).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timer {
+    /// `rdtsc` or `clock_gettime(CLOCK_MONOTONIC)`.
+    pub name: String,
+    /// Seconds per raw unit of the histograms.
+    pub unit_s: f64,
+    /// Smallest non-zero difference between two reads, seconds.
+    pub resolution_s: f64,
+    /// Cost of one read, seconds.
+    pub cost_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub version: String,
+    /// Measured cost the wrapper adds to one call (seconds): timer reads,
+    /// call-site capture and aggregation, measured at `MPI_Init`.
+    pub cost_per_call_s: f64,
+    /// Number of wrapped calls of this rank (events and others).
+    pub calls: u64,
+    /// `MPIOVER_DEPTH`: which caller is the site (1 = direct caller of MPI).
+    pub depth: u32,
+    /// Cap on distinct keys per thread.
+    pub max_keys: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileUse {
+    pub path: String,
+    /// False when the profile's environment (MPI library, host) differs from
+    /// this run; overhead is then still computed but flagged.
+    pub matched: bool,
+    pub q_max: Option<f64>,
+    pub note: Option<String>,
+}
+
+/// A call site: the address of the call instruction's return point in user
+/// code, resolved on the rank that saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Site {
+    pub id: u32,
+    /// Return address in the process (hex), for reference only (ASLR).
+    pub address: String,
+    /// Path of the object (executable or shared library) holding the address.
+    pub module: Option<String>,
+    /// GNU build-id of that object (hex), for offline resolution.
+    pub build_id: Option<String>,
+    /// Offset of the return address from the object's load bias (hex).
+    pub offset: Option<String>,
+    /// Enclosing function (demangled), if symbols are available.
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// For an address inside inlined code: the chain of callers it was inlined
+    /// into, innermost first, as `function (file:line)`.
+    #[serde(default)]
+    pub inlined_into: Vec<String>,
+    /// Language frame note, e.g. "python: nearest native frame".
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionTotal {
+    pub function: String,
+    pub calls: u64,
+    pub time_s: f64,
+}
+
+/// One aggregation key's statistics. The key is
+/// (site, function, p, bytes, peer, role, completes, post_site).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Index into `sites` (the site's `id`).
+    pub site: u32,
+    /// C name of the MPI function (`MPI_Recv`), or `other` for folded keys.
+    pub function: String,
+    /// Size of the communicator.
+    pub p: u32,
+    /// Bytes this rank sent or received in the call (count x type size).
+    pub bytes: u64,
+    /// Point-to-point peer as a rank of `MPI_COMM_WORLD` (source for receives,
+    /// destination for sends), `None` for collectives or unknown.
+    pub peer: Option<i32>,
+    /// `root` or `nonroot` for rooted collectives.
+    pub role: Option<String>,
+    /// For completions: the function of the request completed (`MPI_Irecv`).
+    pub completes: Option<String>,
+    /// For completions: the site where that request was posted.
+    pub post_site: Option<u32>,
+    pub count: u64,
+    pub sum_s: f64,
+    pub min_s: f64,
+    pub max_s: f64,
+    /// tmax of one call of this key from the profile (seconds), if a profile was used.
+    pub tmax_s: Option<f64>,
+    /// Online sum of max(0, t - tmax), if a profile was used.
+    pub overhead_s: Option<f64>,
+    /// Whether the tmax lookup fell outside the profile's measured range.
+    #[serde(default)]
+    pub tmax_out_of_range: bool,
+    pub hist: Histogram,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Folded {
+    pub keys: u64,
+    pub calls: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_file_names_sort_numerically() {
+        assert_eq!(rank_file_name(7), "rank-000007.json");
+        assert!(rank_file_name(10) > rank_file_name(9));
+    }
+}

@@ -1,0 +1,1 @@
+//! Statistical core (issue 3).
