@@ -1,1 +1,43 @@
-fn main() {}
+//! The `mpiover` command. Every error is a problem with the user's input or
+//! environment: it is printed once, with its context, and the exit code is 2.
+use clap::{Parser, Subcommand};
+
+mod fit;
+mod profile_cmd;
+
+#[derive(Debug, Parser)]
+#[command(name = "mpiover", version, about = "Which source lines waste time in MPI communication")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Fit the error models to a sample of run-times and print tmax.
+    Fit(fit::FitArgs),
+    /// Inspect, query and merge calibration profiles.
+    #[command(subcommand)]
+    Profile(profile_cmd::ProfileCmd),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let res = match &cli.cmd {
+        Cmd::Fit(a) => fit::run(a),
+        Cmd::Profile(c) => profile_cmd::run(c),
+    };
+    if let Err(e) = res {
+        eprintln!("mpiover: error: {e:#}");
+        std::process::exit(2);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}
