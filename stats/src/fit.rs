@@ -1,0 +1,364 @@
+//! The whole fit of one sample (seed 004 §4-7; DESIGN §2 steps 1-7): histogram, both models by
+//! maximum likelihood, refinement, chi-square acceptance, selection, tmax, and the fallback.
+//!
+//! 1. e_i = t_i - min(S) into classes of width w ([`crate::histogram`]).
+//! 2. Every model of [`ModelKind::ALL`] fitted by its closed-form MLE ([`crate::model`]).
+//! 3. Classes merged to expected counts >= 5, chi2^ against chi2_(nu; 1 - alpha)
+//!    ([`crate::chi2`]).
+//! 4. If `refine`, eq. 10 minimized from the MLE and kept when it lowers chi2^ on the same
+//!    classes, all still expecting >= 5 ([`crate::refine`]).
+//! 5. **Selection**: the model with the lowest chi2^ (§7) among those the test accepts. (A
+//!    rejected model never wins, even with a lower chi2^ on fewer classes.)
+//! 6. **tmax** = min(S) + terr,max (eq. 2) of the chosen model: the last timer tick of the
+//!    q_max class quantile for Poisson, the continuous quantile -ln(1 - q_max)/lambda for the
+//!    exponential ([`crate::model`] explains both).
+//! 7. **Fallback**: if every model is rejected (or untestable), the result says so
+//!    (`fallback: true`, `chosen: None`) and tmax is the empirical q_max quantile x_(ceil(n q)),
+//!    with its nonparametric confidence interval (seed 003) when n allows one.
+use serde::Serialize;
+
+use crate::chi2::{self, group_bounds, groups_for, statistic_on, Group, Verdict};
+use crate::error::StatsError;
+use crate::histogram::{BinRule, Binning, Histogram};
+use crate::model::ModelKind;
+use crate::quantile::{min_n_for_ci, quantile_ci};
+use crate::refine::{refine, Objective};
+use crate::sample::{QMax, Sample};
+
+/// How to fit. `Default` gives the method's defaults.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FitOptions {
+    /// Timer resolution r, seconds (> 0): the smallest bin width (default 1e-9).
+    pub resolution_s: f64,
+    /// Bin width w, seconds; None chooses it from the sample ([`crate::histogram`]).
+    pub bin_width_s: Option<f64>,
+    /// q_max, 0.8 <= q_max < 1 (default 0.99).
+    pub q_max: f64,
+    /// Significance level of the chi-square test (default 0.05).
+    pub alpha: f64,
+    /// Refine lambda by eq. 10 (default true).
+    pub refine: bool,
+    /// What the refinement minimizes (default eq. 10).
+    pub objective: Objective,
+    /// Smallest sample accepted (default 50, the smallest subset of seed 004 §9; at least 2).
+    pub min_samples: usize,
+    /// Smallest expected count per chi-square class (default 5).
+    pub min_expected: f64,
+    /// Confidence level of the fallback's interval (default 0.95).
+    pub ci_level: f64,
+}
+
+impl Default for FitOptions {
+    fn default() -> Self {
+        FitOptions {
+            resolution_s: 1e-9,
+            bin_width_s: None,
+            q_max: 0.99,
+            alpha: 0.05,
+            refine: true,
+            objective: Objective::L1,
+            min_samples: 50,
+            min_expected: 5.0,
+            ci_level: 0.95,
+        }
+    }
+}
+
+impl FitOptions {
+    /// Checks every option; returns q_max as a [`QMax`].
+    pub fn validate(&self) -> Result<QMax, StatsError> {
+        if !(self.resolution_s.is_finite() && self.resolution_s > 0.0) {
+            return Err(StatsError::BadResolution(self.resolution_s));
+        }
+        if let Some(w) = self.bin_width_s {
+            if !(w.is_finite() && w > 0.0) {
+                return Err(StatsError::BadBinWidth(w));
+            }
+            if w < self.resolution_s * (1.0 - 1e-9) {
+                return Err(StatsError::BinWidthBelowResolution {
+                    bin_width_s: w,
+                    resolution_s: self.resolution_s,
+                });
+            }
+        }
+        if !(self.alpha > 0.0 && self.alpha < 1.0) {
+            return Err(StatsError::BadAlpha(self.alpha));
+        }
+        if !(self.ci_level > 0.0 && self.ci_level < 1.0) {
+            return Err(StatsError::BadConfidence(self.ci_level));
+        }
+        if !(self.min_expected > 0.0 && self.min_expected.is_finite()) {
+            return Err(StatsError::BadMinExpected(self.min_expected));
+        }
+        QMax::new(self.q_max)
+    }
+}
+
+/// One model fitted to the sample.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelFit {
+    /// The family.
+    #[serde(skip)]
+    pub kind: ModelKind,
+    /// "poisson" or "exponential".
+    pub name: String,
+    /// The parameter used: in classes for Poisson, in 1/s for the exponential.
+    pub lambda: f64,
+    /// "classes" or "1/s".
+    pub lambda_unit: String,
+    /// The closed-form maximum-likelihood value.
+    pub lambda_mle: f64,
+    /// True when the refinement of eq. 10 lowered chi2^ and `lambda` is the refined value.
+    pub refined: bool,
+    /// chi2^ with `lambda`.
+    pub chi2: f64,
+    /// chi2^ with `lambda_mle` (same classes).
+    pub chi2_mle: f64,
+    /// Degrees of freedom: groups - 1 - 1 (0 when untestable).
+    pub df: usize,
+    /// Exact critical value chi2_(df; 1 - alpha); None when untestable.
+    pub critical: Option<f64>,
+    /// Wilson-Hilferty approximation of the critical value (seed 004 eq. 9).
+    pub critical_wilson_hilferty: Option<f64>,
+    /// P(chi2_df >= chi2^).
+    pub p_value: Option<f64>,
+    /// chi2^ <= critical.
+    pub accepted: bool,
+    /// accepted / rejected / untestable.
+    pub verdict: Verdict,
+    /// The merged classes with observed and expected counts.
+    pub classes: Vec<Group>,
+    /// Model mean of the error, seconds.
+    pub mean_error_s: f64,
+    /// The q_max class quantile k_q of the model.
+    pub quantile_class: u64,
+    /// terr,max of this model, seconds.
+    pub terr_max_s: f64,
+    /// min(S) + terr,max: the tmax this model gives.
+    pub tmax_s: f64,
+}
+
+/// The outcome of [`fit`]. Every number is finite.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FitResult {
+    /// Sample size.
+    pub n: usize,
+    /// min(S), seconds.
+    pub min_s: f64,
+    /// max(S), seconds.
+    pub max_s: f64,
+    /// Timer resolution used, seconds.
+    pub resolution_s: f64,
+    /// Bin width w, seconds.
+    pub bin_width_s: f64,
+    /// How w was chosen.
+    pub bin_rule: BinRule,
+    /// Width the spread rule asked for before rounding to ticks (None when given).
+    pub bin_rule_width_s: Option<f64>,
+    /// Highest occupied class.
+    pub max_class: u64,
+    /// Mean class index k-bar.
+    pub mean_class: f64,
+    /// q_max used.
+    pub q_max: f64,
+    /// Significance level used.
+    pub alpha: f64,
+    /// The models, in the order of [`ModelKind::ALL`].
+    pub models: Vec<ModelFit>,
+    /// Name of the chosen model; None when every model was rejected.
+    pub chosen: Option<String>,
+    /// tmax, seconds.
+    pub tmax_s: f64,
+    /// tmax - min(S), seconds.
+    pub terr_max_s: f64,
+    /// True when no model was accepted and tmax is the empirical quantile.
+    pub fallback: bool,
+    /// The empirical q_max quantile x_(ceil(n q_max)), seconds (the fallback tmax; always given
+    /// for comparison).
+    pub empirical_tmax_s: f64,
+    /// Nonparametric CI of the empirical quantile (when the result is a fallback and n allows).
+    pub fallback_ci: Option<(f64, f64)>,
+    /// Level of `fallback_ci`.
+    pub ci_level: f64,
+    /// Remarks worth showing to a user.
+    pub notes: Vec<String>,
+}
+
+impl FitResult {
+    /// The chosen model's family.
+    pub fn chosen_kind(&self) -> Option<ModelKind> {
+        let name = self.chosen.as_deref()?;
+        ModelKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The fit of one family.
+    pub fn model(&self, kind: ModelKind) -> Option<&ModelFit> {
+        self.models.iter().find(|m| m.kind == kind)
+    }
+
+    /// The decision in one sentence.
+    pub fn decision(&self) -> String {
+        match self.chosen_kind().and_then(|k| self.model(k)) {
+            Some(m) => {
+                let others_accepted = self.models.iter().filter(|o| o.accepted).count() > 1;
+                format!(
+                    "the {} model fits the errors (chi-square {:.2} <= {:.2} at alpha = {}){}; \
+                     tmax is its {} quantile",
+                    m.name,
+                    m.chi2,
+                    m.critical.unwrap_or(0.0),
+                    self.alpha,
+                    if others_accepted { " with the lowest chi-square of the accepted models" } else { "" },
+                    self.q_max
+                )
+            }
+            None => format!(
+                "no model fits the errors at alpha = {}; tmax is the empirical {} quantile of the sample",
+                self.alpha, self.q_max
+            ),
+        }
+    }
+}
+
+/// Fits the error models to `sample_s` (run-times in seconds) and derives tmax.
+///
+/// Errors: invalid options, a NaN/infinite/negative value, fewer than `opts.min_samples`
+/// values, all values equal, or every error in class 0.
+pub fn fit(sample_s: &[f64], opts: &FitOptions) -> Result<FitResult, StatsError> {
+    let q = opts.validate()?;
+    let min = opts.min_samples.max(2);
+    if sample_s.len() < min {
+        return Err(StatsError::TooFewSamples {
+            n: sample_s.len(),
+            min,
+        });
+    }
+    let sample = Sample::new(sample_s)?;
+    if sample.all_equal() {
+        return Err(StatsError::AllEqual {
+            n: sample.len(),
+            value_s: sample.min(),
+        });
+    }
+    let binning = Binning::choose(&sample, opts.resolution_s, opts.bin_width_s)?;
+    let hist = Histogram::new(&sample, binning)?;
+    Ok(fit_histogram(&sample, &hist, q, opts))
+}
+
+fn fit_model(kind: ModelKind, h: &Histogram, q: QMax, opts: &FitOptions) -> Option<ModelFit> {
+    let mle = kind.mle(h)?;
+    let bounds = group_bounds(&mle, h.n(), opts.min_expected);
+    let chi2_mle = statistic_on(&mle, h, &bounds);
+    // Keep the refined lambda when it lowers chi2^ on the MLE's classes and those classes still
+    // expect at least `min_expected` under it (so the test stays valid and df unchanged).
+    let refined = opts
+        .refine
+        .then(|| refine(&mle, h, &bounds, opts.objective))
+        .flatten()
+        .map(|r| (r, groups_for(&r, h, &bounds)))
+        .filter(|(_, g)| {
+            chi2::statistic(g) < chi2_mle
+                && (g.len() == 1 || g.iter().all(|c| c.expected >= opts.min_expected))
+        });
+    let (model, classes, refined) = match refined {
+        Some((r, g)) => (r, g, true),
+        None => (mle, groups_for(&mle, h, &bounds), false),
+    };
+    let test = chi2::test(&classes, kind.n_params(), opts.alpha);
+    let w = h.width_s();
+    let terr = model.terr_max_s(q, w, h.binning().resolution_s);
+    Some(ModelFit {
+        kind,
+        name: kind.name().to_string(),
+        lambda: model.lambda(),
+        lambda_unit: kind.lambda_unit().to_string(),
+        lambda_mle: mle.lambda(),
+        refined,
+        chi2: test.chi2,
+        chi2_mle,
+        df: test.df,
+        critical: test.critical,
+        critical_wilson_hilferty: test.critical_wilson_hilferty,
+        p_value: test.p_value,
+        accepted: test.verdict == Verdict::Accepted,
+        verdict: test.verdict,
+        classes,
+        mean_error_s: model.mean_error_s(w),
+        quantile_class: model.class_quantile(q),
+        terr_max_s: terr,
+        tmax_s: h.min_s() + terr,
+    })
+}
+
+fn fit_histogram(sample: &Sample, h: &Histogram, q: QMax, opts: &FitOptions) -> FitResult {
+    let models: Vec<ModelFit> = ModelKind::ALL
+        .iter()
+        .filter_map(|&k| fit_model(k, h, q, opts))
+        .collect();
+    let best = models
+        .iter()
+        .filter(|m| m.accepted)
+        .min_by(|a, b| a.chi2.total_cmp(&b.chi2));
+    let n = sample.len();
+    let empirical = sample.quantile_inverse_cdf(q.get());
+    let binning = h.binning();
+    let mut notes = Vec::new();
+    if binning.rule == BinRule::User && binning.ticks.is_none() {
+        notes.push(
+            "the bin width is not a whole number of timer ticks: tick-quantized times fall \
+             unevenly into the classes"
+                .to_string(),
+        );
+    }
+    for m in &models {
+        if m.verdict == Verdict::Untestable {
+            notes.push(format!(
+                "{}: only {} class(es) remain after merging to expected counts >= {}, too few to test",
+                m.name,
+                m.classes.len(),
+                opts.min_expected
+            ));
+        }
+    }
+    let (chosen, tmax_s, fallback_ci) = match best {
+        Some(m) => (Some(m.name.clone()), m.tmax_s, None),
+        None => {
+            let ci = quantile_ci(n, q.get(), opts.ci_level)
+                .map(|(lo, hi)| (sample.order_stat(lo), sample.order_stat(hi)));
+            if ci.is_none() {
+                match min_n_for_ci(q.get(), opts.ci_level) {
+                    Some(m) => notes.push(format!(
+                        "{n} samples are too few for a {}% confidence interval of the {} quantile \
+                         (at least {m} are needed)",
+                        opts.ci_level * 100.0,
+                        q.get()
+                    )),
+                    None => notes.push("no confidence interval of the quantile".to_string()),
+                }
+            }
+            (None, empirical, ci)
+        }
+    };
+    FitResult {
+        n,
+        min_s: sample.min(),
+        max_s: sample.max(),
+        resolution_s: binning.resolution_s,
+        bin_width_s: binning.width_s,
+        bin_rule: binning.rule,
+        bin_rule_width_s: binning.rule_width_s,
+        max_class: h.max_class(),
+        mean_class: h.mean_class(),
+        q_max: q.get(),
+        alpha: opts.alpha,
+        fallback: chosen.is_none(),
+        chosen,
+        tmax_s,
+        terr_max_s: (tmax_s - sample.min()).max(0.0),
+        empirical_tmax_s: empirical,
+        fallback_ci,
+        ci_level: opts.ci_level,
+        models,
+        notes,
+    }
+}
