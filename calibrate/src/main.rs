@@ -1,1 +1,876 @@
-fn main() {}
+//! `mpiover-calibrate`: measure tmax(function, p, bytes) on this machine and
+//! write the profile (`mpiover-profile/1`, see `mpiover_common::profile`).
+//!
+//! ```text
+//! mpirun -np P mpiover-calibrate [--quick] [--functions F,..] [--procs 2,4] [--sizes 1,1Ki]
+//!        [--max-bytes 4Mi] [--sync window|barrier] [--min-samples 200] [--max-samples N]
+//!        [--entry-budget S] [--time-budget S] [--q-max 0.99] [--alpha 0.05] [--seed N]
+//!        [--resume] [--quiet] -o profile.json
+//! ```
+//!
+//! The run: MPI init; gather the environment; synchronize clocks (window
+//! sync); plan the jobs (pattern x p x bytes) and shuffle them with the seed;
+//! rank 0 hands out the jobs one at a time (ranks not in a job's communicator
+//! wait without spinning, so they leave the CPUs to the measuring ranks);
+//! after every job rank 0 fits tmax for each of its entries and rewrites the
+//! profile atomically, so a killed run can be continued with `--resume`
+//! (SKaMPI §3.3: the job that was running when the run died is retried last).
+//! Only `PMPI_*` is called.
+
+mod clock;
+mod env;
+mod grid;
+mod measure;
+mod mpi;
+mod pattern;
+mod progress;
+mod stat;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use clap::Parser;
+use mpiover_common::profile::{
+    iso8601_utc, unix_now, ClockSync, Entry, Key, Method, Profile, RunInfo, Skipped, WindowRule,
+};
+
+use crate::clock::Clock;
+use crate::grid::{Job, Pair};
+use crate::measure::{Settings, Sync};
+use crate::pattern::Kind;
+use crate::stat::StatOpts;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SyncArg {
+    Window,
+    Barrier,
+}
+
+/// Measure the machine's tmax(function, p, bytes) profile (run under mpirun).
+#[derive(Debug, Parser)]
+#[command(name = "mpiover-calibrate", version)]
+struct Args {
+    /// Profile to write (rewritten after every entry).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Continue an interrupted run that wrote OUTPUT (same options).
+    #[arg(long)]
+    resume: bool,
+    /// Reduced grid: every function, p = 2, 3, 4, sizes 1, 1000, 100000; entry budget 1.5 s,
+    /// run budget 110 s unless given.
+    #[arg(long)]
+    quick: bool,
+    /// Functions to measure (comma-separated, e.g. MPI_Send,Bcast); default all.
+    #[arg(long, value_delimiter = ',')]
+    functions: Vec<String>,
+    /// Process counts (default 2, 3, 4, 6, 8, 12, ... up to the world size).
+    #[arg(long, value_delimiter = ',')]
+    procs: Vec<u32>,
+    /// Message sizes in bytes (suffixes k, M, Ki, Mi); default 1, 10, ..., 100, 200, ... up to --max-bytes.
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<String>,
+    /// Largest size (default 4Mi).
+    #[arg(long)]
+    max_bytes: Option<String>,
+    /// How calls are started together.
+    #[arg(long, value_enum, default_value = "window")]
+    sync: SyncArg,
+    /// Minimum kept samples per entry.
+    #[arg(long, default_value_t = 200)]
+    min_samples: u64,
+    /// Maximum kept samples per entry (default 1000, --quick 400).
+    #[arg(long)]
+    max_samples: Option<u64>,
+    /// Relative tolerance of the stopping rule (tmax stable within this).
+    #[arg(long, default_value_t = 0.05)]
+    rel_tol: f64,
+    /// Time budget of one entry, seconds (default 30, --quick 1.5).
+    #[arg(long)]
+    entry_budget: Option<f64>,
+    /// Time budget of the whole run, seconds (default none, --quick 110); jobs not started
+    /// by then are skipped and listed in the profile.
+    #[arg(long)]
+    time_budget: Option<f64>,
+    /// Quantile of the error model that defines tmax (0.8 <= q < 1).
+    #[arg(long, default_value_t = 0.99)]
+    q_max: f64,
+    /// Significance level of the chi-square test.
+    #[arg(long, default_value_t = 0.05)]
+    alpha: f64,
+    /// Warm-up calls per entry (discarded).
+    #[arg(long, default_value_t = 4)]
+    warmup: u32,
+    /// Seed of the job-order shuffle (default: from the clock; recorded).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+    /// Re-synchronize clocks every this many seconds (window sync).
+    #[arg(long, default_value_t = 10.0)]
+    resync_interval: f64,
+    /// Fit points and ping-pongs per fit point of the clock synchronization.
+    #[arg(long, default_value_t = 16)]
+    sync_fitpoints: u32,
+    #[arg(long, default_value_t = 10)]
+    sync_exchanges: u32,
+    /// Time the initial fit points are spread over, seconds.
+    #[arg(long, default_value_t = 0.3)]
+    sync_span: f64,
+}
+
+struct Fail(String);
+
+fn world_rank_from_env() -> i32 {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn main() {
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            // Every rank parses the same arguments: only rank 0 speaks.
+            if world_rank_from_env() == 0 {
+                let _ = e.print();
+            }
+            std::process::exit(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    mpi::init();
+    let world = mpi::world();
+    let me = mpi::rank(world);
+    let code = match run(&args, world) {
+        Ok(()) => 0,
+        Err(Fail(msg)) => {
+            if me == 0 {
+                eprintln!("mpiover-calibrate: error: {msg}");
+            }
+            2
+        }
+    };
+    mpi::finalize();
+    std::process::exit(code);
+}
+
+/// Everything that all ranks decide the same way from the arguments.
+struct Plan {
+    kinds: Vec<Kind>,
+    selected: Vec<Vec<bool>>,
+    functions: Vec<String>,
+    procs: Vec<u32>,
+    sizes: Vec<u64>,
+    max_samples: u64,
+    entry_budget: f64,
+    time_budget: Option<f64>,
+}
+
+fn make_plan(a: &Args, world_size: u32) -> Result<Plan, String> {
+    if world_size < 2 {
+        return Err("needs at least 2 ranks (mpirun -np 2 or more)".into());
+    }
+    let mut wanted: Vec<&'static str> = Vec::new();
+    for f in &a.functions {
+        if f.trim().is_empty() {
+            continue;
+        }
+        match pattern::canonical_function(f) {
+            Some(c) => wanted.push(c),
+            None => {
+                return Err(format!(
+                    "unknown function \"{f}\"; measurable: {}",
+                    pattern::all_functions().join(", ")
+                ))
+            }
+        }
+    }
+    if wanted.is_empty() {
+        wanted = pattern::all_functions();
+    }
+    let mut kinds = Vec::new();
+    let mut selected = Vec::new();
+    for &k in pattern::ALL {
+        let sel: Vec<bool> = k
+            .entries()
+            .iter()
+            .map(|d| wanted.contains(&d.function))
+            .collect();
+        if sel.iter().any(|&x| x) {
+            kinds.push(k);
+            selected.push(sel);
+        }
+    }
+    let max_bytes = match &a.max_bytes {
+        Some(s) => grid::parse_size(s)?,
+        None => 4 << 20,
+    };
+    let mut procs: Vec<u32> = if !a.procs.is_empty() {
+        a.procs.clone()
+    } else if a.quick {
+        vec![2, 3, 4]
+    } else {
+        grid::default_procs(world_size)
+    };
+    for &p in &a.procs {
+        if p < 2 || p > world_size {
+            return Err(format!(
+                "--procs {p}: must be between 2 and the number of ranks ({world_size})"
+            ));
+        }
+    }
+    procs.retain(|&p| p <= world_size);
+    procs.sort_unstable();
+    procs.dedup();
+    let mut sizes: Vec<u64> = if !a.sizes.is_empty() {
+        a.sizes
+            .iter()
+            .map(|s| grid::parse_size(s))
+            .collect::<Result<_, _>>()?
+    } else if a.quick {
+        vec![1, 1000, 100_000]
+    } else {
+        grid::default_sizes(max_bytes)
+    };
+    sizes.retain(|&b| b <= max_bytes);
+    sizes.sort_unstable();
+    sizes.dedup();
+    if sizes.is_empty() && kinds.iter().any(|&k| k != Kind::Barrier) {
+        return Err("no message sizes left (check --sizes and --max-bytes)".into());
+    }
+    if !(0.8..1.0).contains(&a.q_max) {
+        return Err(format!("--q-max {}: must be in [0.8, 1)", a.q_max));
+    }
+    if !(a.alpha > 0.0 && a.alpha < 0.5) {
+        return Err(format!("--alpha {}: must be in (0, 0.5)", a.alpha));
+    }
+    let max_samples = a.max_samples.unwrap_or(if a.quick { 400 } else { 1000 });
+    if a.min_samples < 1 || max_samples < a.min_samples {
+        return Err(format!(
+            "--min-samples {} / --max-samples {max_samples}: need 1 <= min <= max",
+            a.min_samples
+        ));
+    }
+    Ok(Plan {
+        functions: wanted.iter().map(|s| s.to_string()).collect(),
+        kinds,
+        selected,
+        procs,
+        sizes,
+        max_samples,
+        entry_budget: a.entry_budget.unwrap_or(if a.quick { 1.5 } else { 30.0 }),
+        time_budget: a.time_budget.or(a.quick.then_some(110.0)),
+    })
+}
+
+/// Ranks in host-interleaved order: the first rank of each host, then the
+/// second of each, ...; a sub-communicator of size p is the first p of them,
+/// so it spans as many hosts as it can.
+fn interleaved(host_of: &[u32]) -> Vec<i32> {
+    let nh = host_of.iter().copied().max().map_or(0, |m| m + 1);
+    let per: Vec<Vec<i32>> = (0..nh)
+        .map(|h| {
+            (0..host_of.len())
+                .filter(|&r| host_of[r] == h)
+                .map(|r| r as i32)
+                .collect()
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while out.len() < host_of.len() {
+        for v in &per {
+            if let Some(&r) = v.get(i) {
+                out.push(r);
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+fn keys_of(job: &Job, kind_sel: &[bool], same_host: Option<bool>) -> Vec<Key> {
+    job.kind
+        .entries()
+        .iter()
+        .zip(kind_sel)
+        .filter(|(_, &s)| s)
+        .map(|(d, _)| Key {
+            function: d.function.to_string(),
+            p: job.p,
+            bytes: job.bytes,
+            role: d.role.map(String::from),
+            same_host,
+        })
+        .collect()
+}
+
+fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
+    let t_start = clock::raw_now();
+    let me = mpi::rank(world);
+    let world_size = mpi::size(world) as u32;
+    let plan = make_plan(a, world_size).map_err(Fail)?;
+    let mut clock = Clock::new(me).map_err(Fail)?;
+    let delay = match std::env::var("MPIOVER_CALIBRATE_TEST_DELAY") {
+        Ok(v) if !v.trim().is_empty() => Some(measure::parse_delay(&v).map_err(Fail)?),
+        _ => None,
+    };
+    let command: Vec<String> = std::env::args().collect();
+    let date = iso8601_utc(unix_now());
+    let (layout, environment) = env::gather(world, command.clone(), date.clone());
+
+    // Pairs for point-to-point: rank 0 with the next rank on its host, and with
+    // the first rank on another host.
+    let order = interleaved(&layout.host_of);
+    let same_peer =
+        (1..world_size as i32).find(|&r| layout.host_of[r as usize] == layout.host_of[0]);
+    let cross_peer =
+        (1..world_size as i32).find(|&r| layout.host_of[r as usize] != layout.host_of[0]);
+    let mut pairs = Vec::new();
+    let mut pair_comms = Vec::new();
+    for (pair, peer) in [(Pair::SameHost, same_peer), (Pair::CrossHost, cross_peer)] {
+        if let Some(peer) = peer {
+            let color = (me == 0 || me == peer).then_some(0);
+            pairs.push(pair);
+            pair_comms.push((pair, mpi::split(world, color, if me == 0 { 0 } else { 1 })));
+        }
+    }
+    let mut comms = Vec::new();
+    for &p in &plan.procs {
+        let pos = order.iter().position(|&r| r == me).unwrap_or(0) as i32;
+        let color = (pos < p as i32).then_some(0);
+        comms.push((p, mpi::split(world, color, pos)));
+    }
+    let hosts_in = |p: u32| -> u32 {
+        let mut h: Vec<u32> = order
+            .iter()
+            .take(p as usize)
+            .map(|&r| layout.host_of[r as usize])
+            .collect();
+        h.sort_unstable();
+        h.dedup();
+        h.len() as u32
+    };
+
+    let jobs = grid::plan(&plan.kinds, &plan.procs, &plan.sizes, &pairs);
+    let kind_index = |k: Kind| plan.kinds.iter().position(|&x| x == k).unwrap();
+
+    // Seed: given, stored (resume), or from the clock; rank 0 decides.
+    let mut seed_buf = [0u8; 8];
+    let mut profile: Option<Profile> = None;
+    let mut setup_err = String::new();
+    if me == 0 {
+        let seed = a
+            .seed
+            .unwrap_or_else(|| (unix_now() * 1e6) as u64 ^ ((std::process::id() as u64) << 32));
+        let method = Method {
+            sync: match a.sync {
+                SyncArg::Window => "window".into(),
+                SyncArg::Barrier => "barrier".into(),
+            },
+            clock_sync: None,
+            window: (a.sync == SyncArg::Window).then(|| WindowRule {
+                initial: "2 x the slowest warm-up call (over ranks) + 10 us".into(),
+                growth: "doubled when more than 1/4 of a batch's windows are invalid".into(),
+                min_s: 5e-6,
+                max_s: 1.0,
+                lead_s: 2e-4,
+            }),
+            q_max: a.q_max,
+            alpha: a.alpha,
+            rel_tol: Some(a.rel_tol),
+            warmup: a.warmup,
+            min_samples: a.min_samples,
+            max_samples: plan.max_samples,
+            entry_budget_s: plan.entry_budget,
+            time_budget_s: plan.time_budget,
+            seed,
+            quick: a.quick,
+            functions: plan.functions.clone(),
+            procs: plan.procs.clone(),
+            sizes: plan.sizes.clone(),
+            reduction: "MPI_UINT8_T with MPI_SUM".into(),
+            sample: "each rank's own local duration of its call; point-to-point: a ping-pong per \
+                     window, every call of both ranks timed (receives pool the one-way receive and the \
+                     receive of the reply), who pings alternates; rooted collectives: the root alone, \
+                     and all non-root ranks pooled; other collectives: all ranks pooled; samples of \
+                     invalid windows are dropped"
+                .into(),
+            communicators: "size p: the first p ranks in host-interleaved order; pairs: rank 0 with the \
+                            next rank on its host (same_host) and with the first rank on another host"
+                .into(),
+            notes: test_notes(),
+        };
+        match start_profile(a, environment, method, &date, &command, world_size) {
+            Ok(p) => {
+                seed_buf = p.method.seed.to_le_bytes();
+                profile = Some(p);
+            }
+            Err(e) => setup_err = e,
+        }
+    }
+    let mut ok = [u8::from(setup_err.is_empty())];
+    mpi::bcast_bytes(&mut ok, 0, world);
+    if ok[0] == 0 {
+        return Err(Fail(setup_err));
+    }
+    mpi::bcast_bytes(&mut seed_buf, 0, world);
+    let seed = u64::from_le_bytes(seed_buf);
+
+    // Clock synchronization.
+    if a.sync == SyncArg::Window {
+        clock::initial_sync(
+            &mut clock,
+            world,
+            a.sync_fitpoints,
+            a.sync_exchanges,
+            a.sync_span,
+        );
+    }
+
+    let resolution_s = profile
+        .as_ref()
+        .map_or(1e-9, |p| p.environment.timer.resolution_s.max(1e-9));
+    let stats = StatOpts {
+        q_max: a.q_max,
+        alpha: a.alpha,
+        resolution_s,
+        min_samples: a.min_samples,
+        max_samples: plan.max_samples,
+        rel_tol: a.rel_tol,
+    };
+    let settings = Settings {
+        sync: if a.sync == SyncArg::Window {
+            Sync::Window
+        } else {
+            Sync::Barrier
+        },
+        warmup: a.warmup,
+        stats,
+        entry_budget_s: plan.entry_budget,
+        window_min_s: 5e-6,
+        window_max_s: 1.0,
+        lead_s: 2e-4,
+        yield_wait: false,
+        window_slack_s: 0.0,
+        delay,
+        world_rank: me,
+    };
+
+    // Rank 0: the job queue (resume: what is missing, the first missing last).
+    let mut queue: Vec<usize> = Vec::new();
+    let mut progress = None;
+    let mut run_id = String::new();
+    let mut prev_wall = 0.0;
+    if let Some(prof) = profile.as_mut() {
+        let done: HashSet<Key> = prof.entries.iter().map(|e| e.key()).collect();
+        let all = grid::order(&jobs, seed);
+        let total = all.len();
+        queue = all
+            .into_iter()
+            .filter(|&id| {
+                let j = &jobs[id];
+                let sh = j.pair.map(|p| p == Pair::SameHost);
+                !keys_of(j, &plan.selected[kind_index(j.kind)], sh)
+                    .iter()
+                    .all(|k| done.contains(k))
+            })
+            .collect();
+        if a.resume && !prof.entries.is_empty() && !queue.is_empty() {
+            let first = queue.remove(0);
+            queue.push(first);
+        }
+        prof.skipped.clear();
+        run_id = prof.runs.last().map(|r| r.id.clone()).unwrap_or_default();
+        prev_wall = prof.runs.last().map_or(0.0, |r| r.wall_s);
+        let mut pr = progress::Progress::new(total, a.quiet);
+        pr.update(total - queue.len(), "starting");
+        progress = Some((pr, total - queue.len()));
+        prof.method.clock_sync = (a.sync == SyncArg::Window).then(|| ClockSync {
+            method: "Jones-Koenig linear regression of ping-pong offsets against rank 0 (fastest of each \
+                     fit point's exchanges), slope kept when significant (> 3 standard errors)"
+                .into(),
+            fitpoints: a.sync_fitpoints,
+            exchanges: a.sync_exchanges,
+            resync_interval_s: a.resync_interval,
+            ranks: Vec::new(),
+        });
+        if let Err(e) = prof.save_atomic(&a.output) {
+            return Err(Fail(e.to_string()));
+        }
+    }
+
+    let deadline = plan.time_budget.map_or(f64::INFINITY, |b| t_start + b);
+    let mut last_sync = clock::raw_now();
+    let mut window_slack_s = 0.0f64;
+    let mut qpos = 0usize;
+    loop {
+        // Rank 0 decides: 0 = job, 1 = resync, 2 = done.
+        let mut cmd = [0u8; 9];
+        if me == 0 {
+            let now = clock::raw_now();
+            if a.sync == SyncArg::Window
+                && now - last_sync > a.resync_interval
+                && qpos < queue.len()
+            {
+                cmd[0] = 1;
+            } else if qpos < queue.len() && now < deadline {
+                cmd[0] = 0;
+                cmd[1..].copy_from_slice(&(queue[qpos] as u64).to_le_bytes());
+                qpos += 1;
+            } else {
+                cmd[0] = 2;
+            }
+        }
+        mpi::bcast_bytes_sleepy(&mut cmd, 0, world);
+        match cmd[0] {
+            1 => {
+                clock::sync_round(&mut clock, world, a.sync_exchanges);
+                last_sync = clock::raw_now();
+                continue;
+            }
+            2 => break,
+            _ => {}
+        }
+        let id = u64::from_le_bytes(cmd[1..].try_into().unwrap()) as usize;
+        let job = &jobs[id];
+        let comm = match job.pair {
+            Some(pair) => pair_comms
+                .iter()
+                .find(|(p, _)| *p == pair)
+                .and_then(|x| x.1),
+            None => comms.iter().find(|(p, _)| *p == job.p).and_then(|x| x.1),
+        };
+        let Some(comm) = comm else { continue };
+        if let Some((pr, done)) = progress.as_mut() {
+            pr.update(*done, &job.label());
+        }
+        let sel = &plan.selected[kind_index(job.kind)];
+        // Spin while waiting for a window start unless the job's ranks on this
+        // host outnumber its CPUs (then yield; ranks outside the job sleep).
+        let members: Vec<i32> = match job.pair {
+            Some(Pair::SameHost) => vec![0, same_peer.unwrap_or(0)],
+            Some(Pair::CrossHost) => vec![0, cross_peer.unwrap_or(0)],
+            None => order.iter().take(job.p as usize).copied().collect(),
+        };
+        let mine = layout.host_of[me as usize];
+        let local = members
+            .iter()
+            .filter(|&&r| layout.host_of[r as usize] == mine)
+            .count() as u32;
+        let job_settings = Settings {
+            yield_wait: layout.my_cpus > 0 && local > layout.my_cpus,
+            window_slack_s,
+            ..settings.clone()
+        };
+        let outcome = measure::run_job(
+            job.kind,
+            job.bytes,
+            comm,
+            &clock,
+            &job_settings,
+            sel,
+            deadline,
+        );
+        if let Some(out) = &outcome {
+            // Learn how much longer than the warm-up estimate windows have to
+            // be on this machine now: follow the growth jobs needed, and decay
+            // when a job needed none.
+            if out.growths > 0 {
+                let needed = (out.window_s - out.window_base_s).max(0.0);
+                window_slack_s = (0.5 * window_slack_s + 0.5 * needed).min(0.1);
+            } else if out.windows_invalid * 20 < out.windows {
+                window_slack_s *= 0.8;
+            }
+        }
+        if let (Some(out), Some(prof)) = (outcome, profile.as_mut()) {
+            let same_host = job.pair.map(|p| p == Pair::SameHost);
+            let hosts = match job.pair {
+                Some(Pair::SameHost) => 1,
+                Some(Pair::CrossHost) => 2,
+                None => hosts_in(job.p),
+            };
+            for (e, def) in job.kind.entries().iter().enumerate() {
+                if !sel[e] {
+                    continue;
+                }
+                let key = Key {
+                    function: def.function.into(),
+                    p: job.p,
+                    bytes: job.bytes,
+                    role: def.role.map(String::from),
+                    same_host,
+                };
+                match make_entry(
+                    &key,
+                    &out,
+                    e,
+                    hosts,
+                    &stats,
+                    &run_id,
+                    settings.sync == Sync::Window,
+                ) {
+                    Some(entry) => prof.push_entry(entry),
+                    None => prof.skipped.push(Skipped {
+                        function: key.function.clone(),
+                        p: key.p,
+                        bytes: key.bytes,
+                        reason: format!(
+                            "no valid sample ({}; {} dropped)",
+                            out.stop, out.invalid[e]
+                        ),
+                    }),
+                }
+            }
+            if let Some(r) = prof.runs.last_mut() {
+                r.wall_s = prev_wall + (clock::raw_now() - t_start);
+            }
+            prof.save_atomic(&a.output)
+                .map_err(|e| Fail(e.to_string()))?;
+            if let Some((_, done)) = progress.as_mut() {
+                *done += 1;
+            }
+        }
+    }
+
+    // Clock models of all ranks, for the record.
+    let cs = clock.summary(me as u32);
+    let mine = [
+        cs.offset_s,
+        cs.ref_local_s,
+        cs.drift,
+        cs.fitpoints as f64,
+        cs.span_s,
+        cs.rtt_min_s,
+        cs.residual_s,
+    ];
+    let mut all = vec![0.0f64; if me == 0 { 7 * world_size as usize } else { 1 }];
+    mpi::gather_f64s(&mine, &mut all, 0, world);
+    if let Some(prof) = profile.as_mut() {
+        if let Some((pr, _)) = progress.as_mut() {
+            pr.finish();
+        }
+        if let Some(c) = prof.method.clock_sync.as_mut() {
+            c.ranks = all
+                .chunks(7)
+                .enumerate()
+                .map(|(r, v)| mpiover_common::profile::RankClock {
+                    rank: r as u32,
+                    offset_s: v[0],
+                    ref_local_s: v[1],
+                    drift: v[2],
+                    fitpoints: v[3] as u32,
+                    span_s: v[4],
+                    rtt_min_s: v[5],
+                    residual_s: v[6],
+                })
+                .collect();
+        }
+        for &id in &queue[qpos..] {
+            let j = &jobs[id];
+            for k in keys_of(
+                j,
+                &plan.selected[kind_index(j.kind)],
+                j.pair.map(|p| p == Pair::SameHost),
+            ) {
+                prof.skipped.push(Skipped {
+                    function: k.function,
+                    p: k.p,
+                    bytes: k.bytes,
+                    reason: "time budget".into(),
+                });
+            }
+        }
+        let complete = prof.skipped.is_empty();
+        if let Some(r) = prof.runs.last_mut() {
+            r.wall_s = prev_wall + (clock::raw_now() - t_start);
+            r.complete = complete;
+        }
+        prof.save_atomic(&a.output)
+            .map_err(|e| Fail(e.to_string()))?;
+        if !a.quiet {
+            let n: u64 = prof.entries.iter().map(|e| e.n).sum();
+            let inv: u64 = prof.entries.iter().map(|e| e.n_invalid).sum();
+            let kept: f64 = prof.entries.iter().filter_map(|e| e.sum_s).sum();
+            eprintln!(
+                "mpiover-calibrate: {} entries ({} samples kept, {} dropped), {} skipped, {:.1} s -> {}",
+                prof.entries.len(),
+                n,
+                inv,
+                prof.skipped.len(),
+                clock::raw_now() - t_start,
+                a.output.display()
+            );
+            eprintln!("mpiover-calibrate: kept call time {kept:.6} s (sum of the kept samples)");
+        }
+    }
+    Ok(())
+}
+
+fn test_notes() -> Vec<String> {
+    let mut v = Vec::new();
+    for var in [
+        "MPIOVER_CALIBRATE_TEST_CLOCK_SKEW",
+        "MPIOVER_CALIBRATE_TEST_DELAY",
+    ] {
+        if let Ok(x) = std::env::var(var) {
+            if !x.trim().is_empty() {
+                v.push(format!("test setting in force: {var}={x}"));
+            }
+        }
+    }
+    v
+}
+
+/// A new profile, or the one being resumed (checked against the options).
+fn start_profile(
+    a: &Args,
+    environment: mpiover_common::profile::Environment,
+    mut method: Method,
+    date: &str,
+    command: &[String],
+    ranks: u32,
+) -> Result<Profile, String> {
+    if a.resume && a.output.exists() {
+        let mut prof = Profile::load(&a.output).map_err(|e| format!("cannot resume: {e}"))?;
+        let old = &prof.method;
+        if a.seed.is_some_and(|s| s != old.seed) {
+            return Err(format!(
+                "cannot resume: --seed {} differs from the run's seed {}",
+                a.seed.unwrap(),
+                old.seed
+            ));
+        }
+        let mut diffs = Vec::new();
+        macro_rules! same {
+            ($f:ident, $name:expr) => {
+                if old.$f != method.$f {
+                    diffs.push(format!(
+                        "{} ({:?} now, {:?} in the profile)",
+                        $name, method.$f, old.$f
+                    ));
+                }
+            };
+        }
+        same!(sync, "--sync");
+        same!(functions, "--functions");
+        same!(procs, "--procs");
+        same!(sizes, "--sizes/--max-bytes");
+        same!(q_max, "--q-max");
+        same!(alpha, "--alpha");
+        same!(min_samples, "--min-samples");
+        same!(max_samples, "--max-samples");
+        same!(quick, "--quick");
+        if !diffs.is_empty() {
+            return Err(format!(
+                "cannot resume {}: options differ: {}",
+                a.output.display(),
+                diffs.join(", ")
+            ));
+        }
+        if let Err(m) = prof.matches(&environment) {
+            return Err(format!("cannot resume {}: {m}", a.output.display()));
+        }
+        if environment.ranks != prof.environment.ranks {
+            return Err(format!(
+                "cannot resume {}: it was measured with {} ranks, this run has {}",
+                a.output.display(),
+                prof.environment.ranks,
+                environment.ranks
+            ));
+        }
+        if let Some(r) = prof.runs.last_mut() {
+            r.resumed += 1;
+        }
+        Ok(prof)
+    } else {
+        if a.resume {
+            eprintln!(
+                "mpiover-calibrate: {} does not exist yet: starting a new run",
+                a.output.display()
+            );
+        }
+        method.notes.dedup();
+        let hosts = environment.hosts.clone();
+        let mut prof = Profile::new(environment, method);
+        let suffix = (unix_now() * 1e6) as u64 ^ ((std::process::id() as u64) << 20);
+        prof.runs.push(RunInfo {
+            id: format!(
+                "{}-{:06x}",
+                date.replace([':', '-'], ""),
+                suffix & 0xff_ffff
+            ),
+            date: date.to_string(),
+            command: command.to_vec(),
+            hosts,
+            ranks,
+            seed: prof.method.seed,
+            wall_s: 0.0,
+            resumed: 0,
+            complete: false,
+        });
+        Ok(prof)
+    }
+}
+
+/// Fit and summarize one entry's sample.
+fn make_entry(
+    key: &Key,
+    out: &measure::Outcome,
+    e: usize,
+    hosts: u32,
+    stats: &StatOpts,
+    run: &str,
+    windowed: bool,
+) -> Option<Entry> {
+    let sample = &out.samples[e];
+    if sample.is_empty() {
+        return None;
+    }
+    let s = stat::summarize_sample(sample);
+    let (fit, note) = match stat::fit_sample(sample, stats) {
+        Ok(f) => (f, None),
+        Err(msg) => (
+            stat::Fitted {
+                tmax_s: s.max_s,
+                fallback: true,
+                ..Default::default()
+            },
+            Some(format!("fit failed ({msg}): tmax is the sample maximum")),
+        ),
+    };
+    let mut entry = Entry {
+        function: key.function.clone(),
+        p: key.p,
+        bytes: key.bytes,
+        role: key.role.clone(),
+        same_host: key.same_host,
+        hosts,
+        n: sample.len() as u64,
+        n_invalid: out.invalid[e],
+        min_s: s.min_s,
+        median_s: s.median_s,
+        median_ci_s: s.median_ci_s,
+        max_s: Some(s.max_s),
+        q90_s: s.q90_s,
+        q99_s: s.q99_s,
+        tmax_s: fit.tmax_s,
+        model: fit.model,
+        lambda: fit.lambda,
+        chi2: fit.chi2,
+        df: fit.df,
+        critical: fit.critical,
+        accepted: fit.accepted,
+        fallback: fit.fallback,
+        bin_width_s: fit.bin_width_s,
+        window_s: windowed.then_some(out.window_s),
+        stop: Some(out.stop.clone()),
+        sum_s: Some(sample.iter().sum()),
+        elapsed_s: Some(out.elapsed_s),
+        note,
+        runs: Vec::new(),
+    };
+    entry.runs = vec![entry.as_run(run)];
+    Some(entry)
+}

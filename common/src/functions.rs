@@ -163,3 +163,49 @@ mod tests {
         assert_eq!(wait_state(class_of("MPI_Reduce").unwrap(), false), Some("Early Reduce"));
     }
 }
+
+/// Functions whose recorded `bytes` (what this rank sends or receives in all,
+/// see `interpose/spec.rs`) is p blocks, while the profile is keyed by the
+/// per-rank block (the "message size" of MPI benchmarks, see
+/// `profile.rs`). `Some(true)`: only at the root; `Some(false)`: everywhere.
+fn p_blocks_in_record(function: &str) -> Option<bool> {
+    match function {
+        "MPI_Allgather" | "MPI_Allgatherv" | "MPI_Alltoall" | "MPI_Alltoallv" | "MPI_Alltoallw"
+        | "MPI_Reduce_scatter" | "MPI_Reduce_scatter_block" => Some(false),
+        "MPI_Gather" | "MPI_Gatherv" | "MPI_Scatter" | "MPI_Scatterv" => Some(true),
+        _ => None,
+    }
+}
+
+/// The bytes under which the profile is looked up for a record entry of
+/// `function` on a communicator of size `p`: the interposer records the total
+/// a rank moves, the calibration keys by the per-rank block (for the `v`
+/// variants the mean block). Both the interposer (online overhead) and the
+/// report (re-analysis) go through this one function so that they agree.
+pub fn profile_bytes(function: &str, role: Option<&str>, p: u32, bytes: u64) -> u64 {
+    match p_blocks_in_record(function) {
+        Some(root_only) if p > 0 && (!root_only || role == Some("root")) => bytes / p as u64,
+        _ => bytes,
+    }
+}
+
+#[cfg(test)]
+mod profile_bytes_tests {
+    use super::profile_bytes;
+
+    #[test]
+    fn gathered_totals_become_blocks() {
+        assert_eq!(profile_bytes("MPI_Allgather", None, 4, 4096), 1024);
+        assert_eq!(profile_bytes("MPI_Alltoall", None, 8, 8 * 100), 100);
+        assert_eq!(profile_bytes("MPI_Gather", Some("root"), 4, 400), 100);
+        assert_eq!(profile_bytes("MPI_Gather", Some("nonroot"), 4, 100), 100);
+        assert_eq!(profile_bytes("MPI_Scatter", Some("root"), 2, 200), 100);
+    }
+
+    #[test]
+    fn messages_and_reductions_are_unchanged() {
+        assert_eq!(profile_bytes("MPI_Recv", None, 2, 8), 8);
+        assert_eq!(profile_bytes("MPI_Allreduce", None, 4, 8), 8);
+        assert_eq!(profile_bytes("MPI_Bcast", Some("root"), 4, 8), 8);
+    }
+}

@@ -8,8 +8,10 @@
 //! - [`functions`]: the catalogue of communication events and their class
 //!   (what a wait in them means).
 //! - [`profile`]: the calibrated tmax profile (`mpiover-profile/1`) and its lookup.
+//! - [`run`]: loading and checking a run directory (all ranks' records).
 
 pub mod functions;
 pub mod histogram;
 pub mod profile;
 pub mod record;
+pub mod run;

@@ -35,6 +35,7 @@ pub mod consts {
         static MPIOVER_DOUBLE: MPI_Datatype;
         static MPIOVER_LONG_LONG: MPI_Datatype;
         static MPIOVER_UNSIGNED_LONG_LONG: MPI_Datatype;
+        static MPIOVER_UINT8_T: MPI_Datatype;
         static MPIOVER_SUM: MPI_Op;
         static MPIOVER_MAX: MPI_Op;
         static MPIOVER_MIN: MPI_Op;
@@ -77,6 +78,7 @@ pub mod consts {
         double => MPIOVER_DOUBLE: MPI_Datatype,
         long_long => MPIOVER_LONG_LONG: MPI_Datatype,
         unsigned_long_long => MPIOVER_UNSIGNED_LONG_LONG: MPI_Datatype,
+        uint8_t => MPIOVER_UINT8_T: MPI_Datatype,
         op_sum => MPIOVER_SUM: MPI_Op,
         op_max => MPIOVER_MAX: MPI_Op,
         op_min => MPIOVER_MIN: MPI_Op,

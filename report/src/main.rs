@@ -14,6 +14,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
+    /// Report the call sites of a run, ranked by overhead (or time).
+    Report(mpiover_report::cli::ReportArgs),
+    /// Compare two runs site by site: what got better or worse.
+    Diff(mpiover_report::cli::DiffArgs),
     /// Fit the error models to a sample of run-times and print tmax.
     Fit(fit::FitArgs),
     /// Inspect, query and merge calibration profiles.
@@ -24,6 +28,8 @@ enum Cmd {
 fn main() {
     let cli = Cli::parse();
     let res = match &cli.cmd {
+        Cmd::Report(a) => mpiover_report::cli::run_report(a),
+        Cmd::Diff(a) => mpiover_report::cli::run_diff(a),
         Cmd::Fit(a) => fit::run(a),
         Cmd::Profile(c) => profile_cmd::run(c),
     };

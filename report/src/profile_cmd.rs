@@ -1,12 +1,353 @@
-//! `mpiover profile ...`: placeholder until calibration lands (issue 4).
+//! `mpiover profile ...`: show, query and merge calibration profiles
+//! (`mpiover-profile/1`, written by `mpiover-calibrate`; format and lookup in
+//! `mpiover_common::profile`).
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
 use clap::Subcommand;
+use mpiover_common::profile::{Entry, Profile, Query};
 
 #[derive(Debug, Subcommand)]
 pub enum ProfileCmd {
-    /// Print a profile as a readable table.
-    Show { profile: String },
+    /// Print a profile as a readable table: environment, method, one line per base point.
+    Show {
+        profile: PathBuf,
+        /// Only this function (e.g. MPI_Bcast or bcast).
+        #[arg(long)]
+        function: Option<String>,
+    },
+    /// Print tmax (seconds) of one call, and whether it was a base point,
+    /// interpolated, or outside the measured range (then the nearest edge).
+    Lookup {
+        profile: PathBuf,
+        /// MPI function (MPI_Allreduce, allreduce, ...).
+        function: String,
+        /// Communicator size.
+        p: u32,
+        /// Bytes (per-rank block, see the profile format).
+        bytes: u64,
+        /// root or nonroot for rooted collectives; MPI_Isend or MPI_Irecv for MPI_Wait.
+        #[arg(long)]
+        role: Option<String>,
+        /// Point-to-point: whether the peer is on the same host (default: unknown).
+        #[arg(long)]
+        same_host: Option<bool>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Merge the entries of two calibration runs (of the same machine) into one profile.
+    Merge {
+        a: PathBuf,
+        b: PathBuf,
+        /// Output profile.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Merge even if the environments differ.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
-pub fn run(_cmd: &ProfileCmd) -> anyhow::Result<()> {
-    anyhow::bail!("mpiover profile is not implemented yet")
+pub fn run(cmd: &ProfileCmd) -> anyhow::Result<()> {
+    match cmd {
+        ProfileCmd::Show { profile, function } => show(profile, function.as_deref()),
+        ProfileCmd::Lookup {
+            profile,
+            function,
+            p,
+            bytes,
+            role,
+            same_host,
+            json,
+        } => lookup(
+            profile,
+            function,
+            *p,
+            *bytes,
+            role.as_deref(),
+            *same_host,
+            *json,
+        ),
+        ProfileCmd::Merge {
+            a,
+            b,
+            output,
+            force,
+        } => merge(a, b, output, *force),
+    }
+}
+
+/// `allreduce`, `Allreduce`, `mpi_allreduce` -> the name the profile uses.
+fn function_name(prof: &Profile, f: &str) -> String {
+    let low = f.trim().to_ascii_lowercase();
+    let bare = low.strip_prefix("mpi_").unwrap_or(&low);
+    prof.entries
+        .iter()
+        .map(|e| e.function.as_str())
+        .find(|n| n.len() > 4 && n[4..].eq_ignore_ascii_case(bare))
+        .map(String::from)
+        .unwrap_or_else(|| f.trim().to_string())
+}
+
+/// A duration with a unit that keeps it readable.
+pub fn fmt_s(s: f64) -> String {
+    let a = s.abs();
+    if !s.is_finite() {
+        format!("{s}")
+    } else if a >= 1.0 {
+        format!("{s:.3} s")
+    } else if a >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else if a >= 1e-6 {
+        format!("{:.3} us", s * 1e6)
+    } else {
+        format!("{:.1} ns", s * 1e9)
+    }
+}
+
+fn fmt_bytes(b: u64) -> String {
+    if b >= 1 << 20 && b.trailing_zeros() >= 20 {
+        format!("{}Mi", b >> 20)
+    } else if b >= 1 << 10 && b.trailing_zeros() >= 10 {
+        format!("{}Ki", b >> 10)
+    } else {
+        b.to_string()
+    }
+}
+
+fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
+    let prof = Profile::load(path)?;
+    let env = &prof.environment;
+    let m = &prof.method;
+    println!("profile {} ({})", path.display(), prof.schema);
+    println!(
+        "  machine:  {} host(s) {} | {} ranks ({} per host) | {} | {} CPUs",
+        env.hosts.len(),
+        env.hosts.join(","),
+        env.ranks,
+        env.ranks_per_host
+            .iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        env.cpu_model,
+        env.cpus
+    );
+    println!(
+        "  MPI:      {}",
+        env.mpi_library.lines().next().unwrap_or("")
+    );
+    println!(
+        "  binding:  {}",
+        env.binding.policy.clone().unwrap_or_else(|| format!(
+            "none requested; CPUs per rank: {}",
+            env.binding
+                .ranks
+                .iter()
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" | ")
+        ))
+    );
+    println!(
+        "  timer:    {} (resolution {}, cost {})",
+        env.timer.name,
+        fmt_s(env.timer.resolution_s),
+        fmt_s(env.timer.cost_s)
+    );
+    println!(
+        "  method:   sync {} | q_max {} | alpha {} | warm-up {} | samples {}..{} | entry budget {} s{} | seed {}{}",
+        m.sync,
+        m.q_max,
+        m.alpha,
+        m.warmup,
+        m.min_samples,
+        m.max_samples,
+        m.entry_budget_s,
+        m.time_budget_s.map(|b| format!(" | run budget {b} s")).unwrap_or_default(),
+        m.seed,
+        if m.quick { " | quick" } else { "" }
+    );
+    if let Some(cs) = &m.clock_sync {
+        let worst = cs.ranks.iter().map(|r| r.residual_s).fold(0.0, f64::max);
+        println!(
+            "  clocks:   {} fit points x {} ping-pongs, re-sync every {} s; worst fit residual {}",
+            cs.fitpoints,
+            cs.exchanges,
+            cs.resync_interval_s,
+            fmt_s(worst)
+        );
+    }
+    for n in &m.notes {
+        println!("  note:     {n}");
+    }
+    for r in &prof.runs {
+        println!(
+            "  run:      {} {} | {} ranks | {:.1} s{}{}",
+            r.id,
+            r.date,
+            r.ranks,
+            r.wall_s,
+            if r.resumed > 0 {
+                format!(" | resumed {}x", r.resumed)
+            } else {
+                String::new()
+            },
+            if r.complete { "" } else { " | incomplete" }
+        );
+    }
+    let want = function.map(|f| function_name(&prof, f));
+    let mut entries: Vec<&Entry> = prof
+        .entries
+        .iter()
+        .filter(|e| want.as_deref().is_none_or(|w| e.function == w))
+        .collect();
+    entries.sort_by(|a, b| {
+        (&a.function, a.p, a.bytes, &a.role, a.same_host).cmp(&(
+            &b.function,
+            b.p,
+            b.bytes,
+            &b.role,
+            b.same_host,
+        ))
+    });
+    println!();
+    println!(
+        "{:<26} {:>4} {:>8} {:<9} {:>6} {:>6} {:>11} {:>11} {:>11} {:<12} {:>4}",
+        "function", "p", "bytes", "role", "n", "drop", "min", "median", "tmax", "model", "runs"
+    );
+    for e in &entries {
+        let role = match (&e.role, e.same_host) {
+            (Some(r), _) => r.trim_start_matches("MPI_").to_string(),
+            (None, Some(false)) => "x-host".into(),
+            _ => "-".into(),
+        };
+        let model = match (&e.model, e.accepted, e.fallback) {
+            (_, _, true) => "empirical".to_string(),
+            (Some(m), true, _) => m.clone(),
+            (Some(m), false, _) => format!("{m}?"),
+            (None, _, _) => "-".to_string(),
+        };
+        println!(
+            "{:<26} {:>4} {:>8} {:<9} {:>6} {:>6} {:>11} {:>11} {:>11} {:<12} {:>4}",
+            e.function,
+            e.p,
+            fmt_bytes(e.bytes),
+            role,
+            e.n,
+            e.n_invalid,
+            fmt_s(e.min_s),
+            fmt_s(e.median_s),
+            fmt_s(e.tmax_s),
+            model,
+            e.runs.len().max(1)
+        );
+    }
+    println!();
+    let fallback = entries.iter().filter(|e| e.fallback).count();
+    let n: u64 = entries.iter().map(|e| e.n).sum();
+    let dropped: u64 = entries.iter().map(|e| e.n_invalid).sum();
+    println!(
+        "{} entries, {} samples kept, {} dropped (invalid windows), {} with every model rejected (empirical q_max quantile){}",
+        entries.len(),
+        n,
+        dropped,
+        fallback,
+        if prof.skipped.is_empty() { String::new() } else { format!(", {} base points not measured", prof.skipped.len()) }
+    );
+    if want.is_some() && entries.is_empty() {
+        bail!(
+            "{}: no entries for {}",
+            path.display(),
+            function.unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+fn lookup(
+    path: &PathBuf,
+    function: &str,
+    p: u32,
+    bytes: u64,
+    role: Option<&str>,
+    same_host: Option<bool>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let prof = Profile::load(path)?;
+    let f = function_name(&prof, function);
+    let q = Query {
+        function: &f,
+        p,
+        bytes,
+        role,
+        same_host,
+    };
+    let Some(l) = prof.tmax_query(&q) else {
+        let roles: BTreeSet<String> = prof
+            .entries
+            .iter()
+            .filter(|e| e.function == f)
+            .filter_map(|e| e.role.clone())
+            .collect();
+        if !roles.is_empty() {
+            bail!(
+                "{}: no entry for {f}{}; its roles are: {} (use --role)",
+                path.display(),
+                role.map(|r| format!(" with role {r}")).unwrap_or_default(),
+                roles.into_iter().collect::<Vec<_>>().join(", ")
+            );
+        }
+        let fs: BTreeSet<&str> = prof.entries.iter().map(|e| e.function.as_str()).collect();
+        bail!(
+            "{}: no entry for {f}; the profile has: {}",
+            path.display(),
+            fs.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    };
+    if json {
+        let v = serde_json::json!({
+            "function": f, "p": p, "bytes": bytes, "role": role,
+            "tmax_s": l.tmax_s, "kind": l.kind(), "exact": l.exact, "out_of_range": l.out_of_range,
+            "p_lo": l.p_lo, "p_hi": l.p_hi,
+        });
+        println!("{v}");
+        return Ok(());
+    }
+    let how = match (l.exact, l.out_of_range) {
+        (true, _) => "exact (a measured base point)".to_string(),
+        (false, false) if l.p_lo != l.p_hi => {
+            format!("interpolated between p={} and p={}", l.p_lo, l.p_hi)
+        }
+        (false, false) => "interpolated".to_string(),
+        (false, true) => "out of range: nearest edge of the measured range used".to_string(),
+    };
+    println!(
+        "{f} p={p} bytes={bytes}{}: tmax = {:e} s ({}), {how}",
+        role.map(|r| format!(" role={r}")).unwrap_or_default(),
+        l.tmax_s,
+        fmt_s(l.tmax_s)
+    );
+    Ok(())
+}
+
+fn merge(a: &PathBuf, b: &PathBuf, out: &PathBuf, force: bool) -> anyhow::Result<()> {
+    let pa = Profile::load(a)?;
+    let pb = Profile::load(b)?;
+    let m = Profile::merge(&pa, &pb, force)
+        .with_context(|| format!("merging {} and {}", a.display(), b.display()))?;
+    m.save_atomic(out)?;
+    let both = m.entries.iter().filter(|e| e.runs.len() > 1).count();
+    println!(
+        "{}: {} entries ({} measured in more than one run), {} runs",
+        out.display(),
+        m.entries.len(),
+        both,
+        m.runs.len()
+    );
+    Ok(())
 }

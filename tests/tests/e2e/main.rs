@@ -1,1 +1,17 @@
+//! End-to-end tests of mpiover: the example programs of `examples/` run under
+//! `mpirun` with `libmpiover.so` preloaded, and their records (and the report
+//! made from them) are checked for what a user would check.
+//!
+//! Needs Open MPI (`mpicc`, `mpirun`) and a built library and report:
+//! `cargo build --release --workspace`, then `cargo test -p mpiover-e2e`.
+//! `MPIOVER_LIB` / `MPIOVER_BIN` point the tests at another build.
+//! Each test's files stay in `target/tmp/e2e/<test>/` for inspection.
 
+mod harness;
+
+mod attribution;
+mod bytes_peers;
+mod record_format;
+mod report;
+mod robustness;
+mod transparency;

@@ -1,0 +1,151 @@
+/* Wrapper cost of libmpiover: nanoseconds per call through the MPI_ entry
+ * point (the wrapper when libmpiover.so is preloaded) and through the PMPI_
+ * entry point (never wrapped), in the same run, alternating batches; the
+ * medians over the repetitions and their difference are printed.
+ *
+ *   wrapper_cost local     (1 rank)  Iprobe polling, Allreduce and Sendrecv on MPI_COMM_SELF
+ *   wrapper_cost pair      (2 ranks) 0-byte ping-pong, 1-int Allreduce on MPI_COMM_WORLD
+ *
+ * Output, one line per test on rank 0:
+ *   <test> <ns/call via MPI_> <ns/call via PMPI_> <added ns/call>
+ * Without the preload both columns are the same library code (MPI_X is a weak
+ * alias of PMPI_X), which is what the second column measures in either case.
+ * For the ping-pong a "call" is one message (half a round trip: one Send on
+ * one rank and one Recv on the other). See bench/wrapper_cost.sh. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, n, sizeof *v, cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+typedef void (*batch_fn)(int wrapped, int n);
+
+static int rank, size;
+
+static void iprobe(int wrapped, int n)
+{
+    int flag;
+    MPI_Status st;
+    if (wrapped)
+        for (int i = 0; i < n; i++) MPI_Iprobe(MPI_ANY_SOURCE, 77, MPI_COMM_SELF, &flag, &st);
+    else
+        for (int i = 0; i < n; i++) PMPI_Iprobe(MPI_ANY_SOURCE, 77, MPI_COMM_SELF, &flag, &st);
+}
+
+static void allreduce_self(int wrapped, int n)
+{
+    int a = 1, b;
+    if (wrapped)
+        for (int i = 0; i < n; i++) MPI_Allreduce(&a, &b, 1, MPI_INT, MPI_SUM, MPI_COMM_SELF);
+    else
+        for (int i = 0; i < n; i++) PMPI_Allreduce(&a, &b, 1, MPI_INT, MPI_SUM, MPI_COMM_SELF);
+}
+
+static void sendrecv_self(int wrapped, int n)
+{
+    int a = 1, b;
+    if (wrapped)
+        for (int i = 0; i < n; i++)
+            MPI_Sendrecv(&a, 1, MPI_INT, 0, 5, &b, 1, MPI_INT, 0, 5, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+    else
+        for (int i = 0; i < n; i++)
+            PMPI_Sendrecv(&a, 1, MPI_INT, 0, 5, &b, 1, MPI_INT, 0, 5, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+}
+
+static void pingpong(int wrapped, int n)
+{
+    char c = 0;
+    int peer = 1 - rank;
+    for (int i = 0; i < n; i++) {
+        if (rank == 0) {
+            if (wrapped) {
+                MPI_Send(&c, 0, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+                MPI_Recv(&c, 0, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                PMPI_Send(&c, 0, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+                PMPI_Recv(&c, 0, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
+        } else {
+            if (wrapped) {
+                MPI_Recv(&c, 0, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(&c, 0, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+            } else {
+                PMPI_Recv(&c, 0, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                PMPI_Send(&c, 0, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+            }
+        }
+    }
+}
+
+static void allreduce_pair(int wrapped, int n)
+{
+    int a = rank, b;
+    if (wrapped)
+        for (int i = 0; i < n; i++) MPI_Allreduce(&a, &b, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    else
+        for (int i = 0; i < n; i++) PMPI_Allreduce(&a, &b, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+}
+
+/* Alternating batches (the order flips every repetition); per-call times of
+ * each batch; medians. `div` converts a batch iteration into calls. */
+static void run(const char *name, batch_fn f, int n, int reps, double div)
+{
+    double *w = malloc(reps * sizeof *w), *p = malloc(reps * sizeof *p);
+    f(1, n / 10 + 1); /* warm-up: first contact, first key, caches */
+    f(0, n / 10 + 1);
+    for (int r = 0; r < reps; r++) {
+        for (int k = 0; k < 2; k++) {
+            int wrapped = (r + k) % 2;
+            PMPI_Barrier(MPI_COMM_WORLD);
+            double t0 = now_ns();
+            f(wrapped, n);
+            double dt = (now_ns() - t0) / (n * div);
+            if (wrapped) w[r] = dt; else p[r] = dt;
+        }
+    }
+    /* Rank 0's view is what is printed (both ranks see the same rounds). */
+    double mw = median(w, reps), mp = median(p, reps);
+    if (rank == 0) printf("%-16s %10.1f %10.1f %10.1f\n", name, mw, mp, mw - mp);
+    fflush(stdout);
+    free(w);
+    free(p);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *what = argc > 1 ? argv[1] : "local";
+    int reps = argc > 2 ? atoi(argv[2]) : 31;
+    if (rank == 0) printf("%-16s %10s %10s %10s\n", "# test", "MPI_ns", "PMPI_ns", "added_ns");
+    if (!strcmp(what, "local")) {
+        run("iprobe_self", iprobe, 20000, reps, 1);
+        run("allreduce_self", allreduce_self, 20000, reps, 1);
+        run("sendrecv_self", sendrecv_self, 20000, reps, 1);
+    } else if (size >= 2) {
+        run("pingpong_0B", pingpong, 5000, reps, 2);
+        run("allreduce_1int", allreduce_pair, 5000, reps, 1);
+    }
+    MPI_Finalize();
+    return 0;
+}

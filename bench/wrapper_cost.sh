@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Wrapper cost of libmpiover.so: added nanoseconds per MPI call.
+#
+#   bench/wrapper_cost.sh [RUNS] [REPS]      (defaults 6 and 21)
+#
+# Each run of bench/wrapper_cost.c alternates batches of calls through MPI_X
+# (the wrapper when preloaded) and PMPI_X (never wrapped) and prints medians
+# over REPS repetitions. The script makes RUNS runs, alternating without and
+# with LD_PRELOAD, for the local tests (1 rank: MPI_Iprobe polling,
+# MPI_Allreduce and MPI_Sendrecv on MPI_COMM_SELF) and the pair tests
+# (2 ranks: 0-byte ping-pong, 1-int MPI_Allreduce), and reports per test the
+# median ns/call without and with the preload, their difference ("added,
+# across runs") and the median of the in-run MPI_ minus PMPI_ difference
+# ("added, in run": the same process, so less exposed to run-to-run noise).
+# For the ping-pong a call is one message: one Send on one rank and one Recv
+# on the other, both wrapped. Target (issue 2): <= 80 ns added on the local
+# tests.
+#
+# MPIOVER_LIB=path uses an existing libmpiover.so instead of building one.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+RUNS=${1:-6}
+REPS=${2:-21}
+
+LIB=${MPIOVER_LIB:-}
+if [ -z "$LIB" ]; then
+    (cd "$root" && cargo build --release -q -p mpiover-interpose >&2)
+    LIB=${CARGO_TARGET_DIR:-$root/target}/release/libmpiover.so
+fi
+[ -f "$LIB" ] || { echo "wrapper_cost: $LIB not found" >&2; exit 2; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mpicc -O2 -o "$tmp/wrapper_cost" "$here/wrapper_cost.c"
+
+if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+export OMPI_MCA_rmaps_base_oversubscribe=1
+export MPIOVER_OUT="$tmp/run" MPIOVER_QUIET=1
+
+one() { # mode np what
+    local mode=$1 np=$2 what=$3 pre=()
+    [ "$mode" = on ] && pre=(-x LD_PRELOAD="$LIB")
+    mpirun -np "$np" "${pre[@]}" -x MPIOVER_OUT -x MPIOVER_QUIET "$tmp/wrapper_cost" "$what" "$REPS" |
+        awk -v m="$mode" '!/^#/ && NF == 4 { print m, $1, $2, $3, $4 }' >>"$tmp/data"
+}
+
+for i in $(seq 1 "$RUNS"); do
+    if [ $((i % 2)) = 1 ]; then order="off on"; else order="on off"; fi
+    for mode in $order; do
+        one "$mode" 1 local
+        one "$mode" 2 pair
+    done
+done
+
+med() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit } if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "# libmpiover wrapper cost: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores,"
+echo "# $(mpirun --version 2>/dev/null | head -1); $RUNS runs x $REPS repetitions; medians, ns per call"
+printf '%-16s %12s %12s %12s %12s\n' test without_ns with_ns added_across added_in_run
+for t in iprobe_self allreduce_self sendrecv_self pingpong_0B allreduce_1int; do
+    off=$(awk -v t="$t" '$1 == "off" && $2 == t { print $3 }' "$tmp/data" | med)
+    on=$(awk -v t="$t" '$1 == "on" && $2 == t { print $3 }' "$tmp/data" | med)
+    inrun=$(awk -v t="$t" '$1 == "on" && $2 == t { print $5 }' "$tmp/data" | med)
+    awk -v t="$t" -v a="$off" -v b="$on" -v c="$inrun" \
+        'BEGIN { printf "%-16s %12.1f %12.1f %12.1f %12.1f\n", t, a, b, b - a, c }'
+done

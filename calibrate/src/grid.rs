@@ -1,0 +1,250 @@
+//! The grid of base points and the job list.
+//!
+//! Process counts p in {2, 3, 4, 6, 8, 12, 16, 24, ...} (2^n and 1.5 * 2^n,
+//! seed 004 §8) up to the world size; sizes 1, 10, 20, ..., 100, 200, ...,
+//! 1000, ... up to 4 MiB. A job is one (pattern, p, bytes); point-to-point
+//! patterns run on pairs (`same_host` true, and false when the job spans
+//! several hosts) instead of on p.
+//!
+//! Jobs are shuffled with a seeded generator (recorded), in two levels: first
+//! the coarse sizes (1, 100, 10^4, 10^6 and the largest), then the others, so
+//! that a run stopped by its time budget still has a usable coarse grid.
+
+use crate::pattern::Kind;
+
+/// Default sizes up to `max`: 1, 10..100 by 10, 200..1000 by 100, ... and `max`.
+pub fn default_sizes(max: u64) -> Vec<u64> {
+    let mut v = vec![1u64];
+    let mut decade = 10u64;
+    'outer: loop {
+        for k in 1..=9u64 {
+            let b = k * decade;
+            if decade > 10 && k == 1 {
+                continue; // 100, 1000, ... already added as 10 * previous decade
+            }
+            if b > max {
+                break 'outer;
+            }
+            v.push(b);
+        }
+        let b = 10 * decade;
+        if b > max {
+            break;
+        }
+        v.push(b);
+        decade *= 10;
+    }
+    if *v.last().unwrap() < max {
+        v.push(max);
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Default process counts up to `world`.
+pub fn default_procs(world: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    let mut k = 2u32;
+    while k <= world {
+        v.push(k);
+        let h = k + k / 2;
+        if h <= world && k >= 2 {
+            v.push(h);
+        }
+        k *= 2;
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Parse a size: `4096`, `4Ki`, `4Mi`, `1k` (1000), `1M` (10^6).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("Ki") {
+        (n, 1u64 << 10)
+    } else if let Some(n) = t.strip_suffix("Mi") {
+        (n, 1 << 20)
+    } else if let Some(n) = t.strip_suffix("Gi") {
+        (n, 1 << 30)
+    } else if let Some(n) = t.strip_suffix(['k', 'K']) {
+        (n, 1000)
+    } else if let Some(n) = t.strip_suffix('M') {
+        (n, 1_000_000)
+    } else {
+        (t, 1)
+    };
+    num.trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("not a size: \"{s}\" (use bytes, or a suffix k, M, Ki, Mi)"))
+}
+
+/// Which pair a point-to-point job uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pair {
+    SameHost,
+    CrossHost,
+}
+
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub kind: Kind,
+    pub p: u32,
+    pub bytes: u64,
+    pub pair: Option<Pair>,
+    pub level: u8,
+}
+
+impl Job {
+    pub fn label(&self) -> String {
+        let mut s = format!("{} p={} {}B", self.kind.name(), self.p, self.bytes);
+        if self.pair == Some(Pair::CrossHost) {
+            s.push_str(" cross-host");
+        }
+        s
+    }
+}
+
+fn level(bytes: u64, largest: u64) -> u8 {
+    if matches!(bytes, 0 | 1 | 100 | 10_000 | 1_000_000) || bytes == largest {
+        0
+    } else {
+        1
+    }
+}
+
+/// The planned jobs in canonical order (the job id is the index).
+pub fn plan(kinds: &[Kind], procs: &[u32], sizes: &[u64], pairs: &[Pair]) -> Vec<Job> {
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let mut jobs = Vec::new();
+    for &kind in kinds {
+        let sz: Vec<u64> = if kind == Kind::Barrier {
+            vec![0]
+        } else {
+            sizes.to_vec()
+        };
+        if kind.p2p() {
+            for &pair in pairs {
+                for &b in &sz {
+                    if kind.feasible(2, b) {
+                        jobs.push(Job {
+                            kind,
+                            p: 2,
+                            bytes: b,
+                            pair: Some(pair),
+                            level: level(b, largest),
+                        });
+                    }
+                }
+            }
+        } else {
+            for &p in procs {
+                for &b in &sz {
+                    if kind.feasible(p, b) {
+                        jobs.push(Job {
+                            kind,
+                            p,
+                            bytes: b,
+                            pair: None,
+                            level: level(b, largest),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    jobs
+}
+
+/// SplitMix64: small, seedable, good enough to shuffle.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+/// Job ids in run order: shuffled (Fisher-Yates) within each level.
+pub fn order(jobs: &[Job], seed: u64) -> Vec<usize> {
+    let mut rng = Rng::new(seed);
+    let mut out = Vec::with_capacity(jobs.len());
+    for lvl in 0..=1u8 {
+        let mut ids: Vec<usize> = (0..jobs.len()).filter(|&i| jobs[i].level == lvl).collect();
+        for i in (1..ids.len()).rev() {
+            let j = rng.below(i + 1);
+            ids.swap(i, j);
+        }
+        out.extend(ids);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_follow_the_paper() {
+        let s = default_sizes(4 << 20);
+        assert_eq!(&s[..12], &[1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200]);
+        assert!(
+            s.contains(&1000)
+                && s.contains(&2000)
+                && s.contains(&1_000_000)
+                && s.contains(&4_000_000)
+        );
+        assert_eq!(*s.last().unwrap(), 4 << 20);
+        assert_eq!(default_sizes(1000).last(), Some(&1000));
+        assert!(s.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn procs_follow_the_paper() {
+        assert_eq!(default_procs(4), vec![2, 3, 4]);
+        assert_eq!(default_procs(16), vec![2, 3, 4, 6, 8, 12, 16]);
+        assert_eq!(default_procs(7), vec![2, 3, 4, 6]);
+        assert!(default_procs(1).is_empty());
+    }
+
+    #[test]
+    fn size_parsing() {
+        assert_eq!(parse_size("4Mi").unwrap(), 4 << 20);
+        assert_eq!(parse_size("1k").unwrap(), 1000);
+        assert_eq!(parse_size(" 17 ").unwrap(), 17);
+        assert!(parse_size("x").is_err());
+    }
+
+    #[test]
+    fn order_is_seeded_and_levelled() {
+        let jobs = plan(
+            &[Kind::Allreduce, Kind::Send],
+            &[2, 3, 4],
+            &default_sizes(1 << 20),
+            &[Pair::SameHost],
+        );
+        let a = order(&jobs, 7);
+        let b = order(&jobs, 7);
+        let c = order(&jobs, 8);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..jobs.len()).collect::<Vec<_>>());
+        let first_fine = a.iter().position(|&i| jobs[i].level == 1).unwrap();
+        assert!(a[first_fine..].iter().all(|&i| jobs[i].level == 1));
+    }
+}

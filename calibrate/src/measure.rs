@@ -1,0 +1,352 @@
+//! Measuring one entry (job): warm-up, then batches of synchronized windows
+//! until the stopping rule, the sample limits or a budget ends it.
+//!
+//! Window-based synchronization (seed 001 §3.3, Alg. 8/10/14): rank 0 of the
+//! job's communicator broadcasts a start time in the (global) future; window
+//! i of the batch starts at `start + i * window`; every rank waits for that
+//! moment on its own synchronized clock, calls, and measures its own local
+//! duration. A window is invalid when a rank arrived after the start (started
+//! late) or the call ended after the window (overran); the two flag vectors
+//! are reduced with MAX over the ranks, so one rank's problem invalidates the
+//! window for all, and every sample of an invalid window is dropped and
+//! counted. When more than a quarter of a batch is invalid the window doubles
+//! (SKaMPI: `max(2 w, ...)`). If the first window of a batch starts late the
+//! lead time of the start broadcast doubles.
+//!
+//! `--sync barrier`: an `MPI_Barrier` before every call instead; nothing is
+//! flagged (the barrier's exit skew lands in the measurement, seed 001 §4).
+//!
+//! Test-only: `MPIOVER_CALIBRATE_TEST_DELAY="rank:every:seconds"` makes that
+//! world rank sleep before every `every`-th window, so that it starts late.
+
+use std::time::Duration;
+
+use crate::clock::Clock;
+use crate::mpi::{self, Comm};
+use crate::pattern::{self, Bufs, Kind};
+use crate::stat::{self, StatOpts};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sync {
+    Window,
+    Barrier,
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub sync: Sync,
+    pub warmup: u32,
+    pub stats: StatOpts,
+    pub entry_budget_s: f64,
+    pub window_min_s: f64,
+    pub window_max_s: f64,
+    pub lead_s: f64,
+    /// Yield instead of spinning while waiting (oversubscribed host).
+    pub yield_wait: bool,
+    /// Added to the first window of the job (rank 0 only, seconds): learned
+    /// from the growth earlier jobs needed, so that a noisy machine does not
+    /// make every job relearn its window by dropping samples. Additive: the
+    /// noise that makes windows invalid (a preempted rank, a timer interrupt)
+    /// is a time, not a fraction of the call.
+    pub window_slack_s: f64,
+    /// Test-only delay: (world rank, every, seconds).
+    pub delay: Option<(i32, u64, f64)>,
+    pub world_rank: i32,
+}
+
+/// What rank 0 of the job learned.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// Kept samples per entry of the pattern (index of `Kind::entries`).
+    pub samples: Vec<Vec<f64>>,
+    /// Dropped samples per entry.
+    pub invalid: Vec<u64>,
+    pub windows: u64,
+    pub windows_invalid: u64,
+    pub late: u64,
+    pub overrun: u64,
+    pub window_s: f64,
+    /// First window of the job without the learned slack, seconds.
+    pub window_base_s: f64,
+    pub growths: u32,
+    pub stop: String,
+    pub elapsed_s: f64,
+}
+
+pub fn parse_delay(v: &str) -> Result<(i32, u64, f64), String> {
+    let parts: Vec<&str> = v.split(':').map(str::trim).collect();
+    let err = || {
+        format!("MPIOVER_CALIBRATE_TEST_DELAY=\"{v}\": expected rank:every:seconds, e.g. 1:5:0.002")
+    };
+    if parts.len() != 3 {
+        return Err(err());
+    }
+    let r = parts[0].parse().map_err(|_| err())?;
+    let every: u64 = parts[1].parse().map_err(|_| err())?;
+    let s: f64 = parts[2].parse().map_err(|_| err())?;
+    if every == 0 || !(0.0..10.0).contains(&s) {
+        return Err(err());
+    }
+    Ok((r, every, s))
+}
+
+/// Wait until local time `t` without overshooting: sleep while far, then spin
+/// (yielding the CPU between reads on an oversubscribed host).
+#[inline]
+fn wait_until(clock: &Clock, t: f64, yield_wait: bool) {
+    loop {
+        let now = clock.now();
+        if now >= t {
+            return;
+        }
+        let rem = t - now;
+        if rem > 2e-3 {
+            std::thread::sleep(Duration::from_secs_f64(rem - 1e-3));
+        } else if yield_wait {
+            unsafe { libc::sched_yield() };
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Samples per window of each entry (averaged over the two directions).
+fn per_window(kind: Kind, p: i32) -> Vec<f64> {
+    let mut c = vec![0.0; kind.entries().len()];
+    for w in 0..2u64 {
+        for r in 0..p {
+            for s in 0..kind.slots() {
+                if let Some(e) = kind.entry_of(r, s, w) {
+                    c[e] += 0.5;
+                }
+            }
+        }
+    }
+    c
+}
+
+/// Measure one job on `comm` (every rank of `comm` calls this). `selected`
+/// says which of the pattern's entries are wanted; `deadline` is rank 0's raw
+/// clock time when the whole run's budget ends. Returns the outcome on rank 0.
+#[allow(clippy::too_many_arguments)]
+pub fn run_job(
+    kind: Kind,
+    bytes: u64,
+    comm: Comm,
+    clock: &Clock,
+    s: &Settings,
+    selected: &[bool],
+    deadline: f64,
+) -> Option<Outcome> {
+    let me = mpi::rank(comm);
+    let p = mpi::size(comm);
+    let slots = kind.slots();
+    let n_entries = kind.entries().len();
+    let mut bufs = Bufs::new(kind, p as u32, bytes);
+    let t_job0 = clock.now();
+
+    // Warm-up (barrier-synchronized, discarded): first contact, caches, and an
+    // estimate of the call time for the first window.
+    let mut d = vec![0.0; slots];
+    let mut est = 0.0f64;
+    let warm = s.warmup.max(1) as u64;
+    for i in 0..warm {
+        mpi::barrier(comm);
+        pattern::run_window(kind, comm, me, i, &mut bufs, clock, &mut d);
+        if i > 0 || warm == 1 {
+            est = est.max(d.iter().sum());
+        }
+    }
+    let est = mpi::allreduce_max_f64(est, comm);
+
+    let spw = per_window(kind, p);
+    let mut out = Outcome {
+        samples: vec![Vec::new(); n_entries],
+        invalid: vec![0; n_entries],
+        ..Default::default()
+    };
+    out.window_base_s = (2.0 * est + 10e-6).clamp(s.window_min_s, s.window_max_s);
+    let mut window = (out.window_base_s + s.window_slack_s).clamp(s.window_min_s, s.window_max_s);
+    let mut lead = s.lead_s;
+    let mut w_count: u64 = 0;
+    let mut stop: Option<String> = None;
+    let mut bad_at_max = 0u32;
+    // Windows of the first batch: enough for min_samples of the slowest entry.
+    let need_windows = |out: &Outcome, target: u64| -> u64 {
+        (0..n_entries)
+            .filter(|&e| selected[e] && spw[e] > 0.0)
+            .map(|e| {
+                let have = out.samples[e].len() as u64;
+                ((target.saturating_sub(have)) as f64 / spw[e]).ceil() as u64
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let mut nrep = ((need_windows(&out, s.stats.min_samples) as f64) * 1.1).ceil() as u64 + 2;
+
+    loop {
+        let mut hdr = [0.0f64; 4];
+        if me == 0 {
+            let budget_left = s.entry_budget_s - (clock.now() - t_job0);
+            let fit = ((budget_left / window).floor() as u64).max(1);
+            hdr = [
+                if stop.is_some() { 1.0 } else { 0.0 },
+                clock.global_now() + lead,
+                window,
+                nrep.clamp(4, 4000).min(fit) as f64,
+            ];
+        }
+        mpi::bcast_f64s(&mut hdr, 0, comm);
+        if hdr[0] != 0.0 {
+            break;
+        }
+        let (start, win, nr) = (hdr[1], hdr[2], hdr[3] as usize);
+        let mut dur = vec![0.0f64; nr * slots];
+        let mut flags = vec![0u8; 2 * nr];
+        for i in 0..nr {
+            let w = w_count + i as u64;
+            let delayed = matches!(s.delay, Some((r, every, _)) if r == s.world_rank && w % every == every - 1);
+            match s.sync {
+                Sync::Window => {
+                    let t_start = clock.to_local(start + i as f64 * win);
+                    if delayed {
+                        std::thread::sleep(Duration::from_secs_f64(s.delay.map_or(0.0, |x| x.2)));
+                    }
+                    if clock.now() > t_start {
+                        flags[i] = 1;
+                    } else {
+                        wait_until(clock, t_start, s.yield_wait);
+                    }
+                    pattern::run_window(
+                        kind,
+                        comm,
+                        me,
+                        w,
+                        &mut bufs,
+                        clock,
+                        &mut dur[i * slots..(i + 1) * slots],
+                    );
+                    if clock.now() - t_start > win {
+                        flags[nr + i] = 1;
+                    }
+                }
+                Sync::Barrier => {
+                    mpi::barrier(comm);
+                    if delayed {
+                        std::thread::sleep(Duration::from_secs_f64(s.delay.map_or(0.0, |x| x.2)));
+                    }
+                    pattern::run_window(
+                        kind,
+                        comm,
+                        me,
+                        w,
+                        &mut bufs,
+                        clock,
+                        &mut dur[i * slots..(i + 1) * slots],
+                    );
+                }
+            }
+        }
+        let mut fl = vec![0u8; 2 * nr];
+        mpi::reduce_max_u8(&flags, &mut fl, 0, comm);
+        let mut all = vec![0.0f64; if me == 0 { p as usize * nr * slots } else { 1 }];
+        mpi::gather_f64s(&dur, &mut all, 0, comm);
+        let first = w_count;
+        w_count += nr as u64;
+        if me != 0 {
+            continue;
+        }
+
+        // Rank 0: sort the samples, adapt the window, decide.
+        let mut bad = 0u64;
+        for i in 0..nr {
+            let late = fl[i] != 0;
+            let over = fl[nr + i] != 0;
+            let invalid = late || over;
+            if invalid {
+                bad += 1;
+                out.late += late as u64;
+                out.overrun += over as u64;
+            }
+            for r in 0..p {
+                for sl in 0..slots {
+                    if let Some(e) = kind.entry_of(r, sl, first + i as u64) {
+                        if !selected[e] {
+                            continue;
+                        }
+                        if invalid {
+                            out.invalid[e] += 1;
+                        } else {
+                            out.samples[e].push(all[(r as usize * nr + i) * slots + sl]);
+                        }
+                    }
+                }
+            }
+        }
+        out.windows += nr as u64;
+        out.windows_invalid += bad;
+        if s.sync == Sync::Window {
+            if fl[0] != 0 {
+                lead = (lead * 2.0).min(0.05);
+            }
+            if bad * 4 > nr as u64 {
+                if window >= s.window_max_s {
+                    bad_at_max += 1;
+                } else {
+                    window = (window * 2.0).min(s.window_max_s);
+                    out.growths += 1;
+                }
+            }
+        }
+
+        let elapsed = clock.now() - t_job0;
+        let mut all_done = true;
+        let mut hit_max = false;
+        for e in (0..n_entries).filter(|&e| selected[e] && spw[e] > 0.0) {
+            let n = out.samples[e].len() as u64;
+            if n >= s.stats.max_samples {
+                hit_max = true;
+            } else if n < s.stats.min_samples || !stat::stable(&out.samples[e], &s.stats) {
+                all_done = false;
+            }
+        }
+        if all_done {
+            stop = Some(if hit_max { "max_samples" } else { "stable" }.to_string());
+        } else if crate::clock::raw_now() >= deadline {
+            stop = Some("time_budget".into());
+        } else if elapsed + window * 8.0 >= s.entry_budget_s {
+            stop = Some("entry_budget".into());
+        } else if bad_at_max >= 3 {
+            stop = Some("window_max".into());
+        } else {
+            // Next batch: what the slowest entry still needs to reach the
+            // minimum, else a quarter more for the stopping rule.
+            let min_need = need_windows(&out, s.stats.min_samples);
+            nrep = if min_need > 0 {
+                min_need
+            } else {
+                let n_min = (0..n_entries)
+                    .filter(|&e| selected[e] && spw[e] > 0.0)
+                    .map(|e| out.samples[e].len() as u64)
+                    .min()
+                    .unwrap_or(0);
+                need_windows(&out, (n_min + n_min / 4).min(s.stats.max_samples))
+            };
+            let valid_frac = 1.0 - bad as f64 / nr as f64;
+            nrep = ((nrep as f64) / valid_frac.max(0.25) * 1.1).ceil() as u64 + 1;
+        }
+    }
+    if me == 0 {
+        // Entries with several samples per window can pass max_samples in the
+        // last batch; keep the first max_samples.
+        for v in &mut out.samples {
+            v.truncate(s.stats.max_samples as usize);
+        }
+        out.window_s = window;
+        out.stop = stop.unwrap_or_default();
+        out.elapsed_s = clock.now() - t_job0;
+        Some(out)
+    } else {
+        None
+    }
+}

@@ -1,0 +1,285 @@
+//! Thin wrappers over the `PMPI_*` entry points the calibrator needs.
+//!
+//! Only `PMPI_*` is called, never `MPI_*`: with `libmpiover.so` preloaded the
+//! numbers are the same as without it. MPI's default error handler
+//! (`MPI_ERRORS_ARE_FATAL`) aborts the job on any error, so return codes are
+//! not checked here.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+use std::ffi::{c_int, c_void};
+use std::ptr;
+use std::time::Duration;
+
+use mpiover_mpisys as ffi;
+use mpiover_mpisys::consts as c;
+
+pub type Comm = ffi::MPI_Comm;
+pub type Request = ffi::MPI_Request;
+
+pub fn init() {
+    unsafe {
+        ffi::PMPI_Init(ptr::null_mut(), ptr::null_mut());
+    }
+}
+
+pub fn finalize() {
+    unsafe {
+        ffi::PMPI_Finalize();
+    }
+}
+
+pub fn world() -> Comm {
+    c::comm_world()
+}
+
+pub fn rank(comm: Comm) -> i32 {
+    let mut r = 0;
+    unsafe { ffi::PMPI_Comm_rank(comm, &mut r) };
+    r
+}
+
+pub fn size(comm: Comm) -> i32 {
+    let mut s = 0;
+    unsafe { ffi::PMPI_Comm_size(comm, &mut s) };
+    s
+}
+
+/// `MPI_Comm_split`; `None` for the ranks that passed `color = None`.
+pub fn split(comm: Comm, color: Option<i32>, key: i32) -> Option<Comm> {
+    let mut out: Comm = c::comm_null();
+    let color = color.unwrap_or_else(c::undefined);
+    unsafe { ffi::PMPI_Comm_split(comm, color, key, &mut out) };
+    if out == c::comm_null() {
+        None
+    } else {
+        Some(out)
+    }
+}
+
+pub fn barrier(comm: Comm) {
+    unsafe { ffi::PMPI_Barrier(comm) };
+}
+
+pub fn send_bytes(buf: &[u8], dest: i32, tag: i32, comm: Comm) {
+    unsafe {
+        ffi::PMPI_Send(
+            buf.as_ptr() as *const c_void,
+            buf.len() as c_int,
+            c::byte(),
+            dest,
+            tag,
+            comm,
+        )
+    };
+}
+
+pub fn send_f64s(buf: &[f64], dest: i32, tag: i32, comm: Comm) {
+    unsafe {
+        ffi::PMPI_Send(
+            buf.as_ptr() as *const c_void,
+            buf.len() as c_int,
+            c::double(),
+            dest,
+            tag,
+            comm,
+        )
+    };
+}
+
+pub fn recv_f64s(buf: &mut [f64], src: i32, tag: i32, comm: Comm) {
+    unsafe {
+        ffi::PMPI_Recv(
+            buf.as_mut_ptr() as *mut c_void,
+            buf.len() as c_int,
+            c::double(),
+            src,
+            tag,
+            comm,
+            c::status_ignore(),
+        )
+    };
+}
+
+pub fn bcast_f64s(buf: &mut [f64], root: i32, comm: Comm) {
+    unsafe {
+        ffi::PMPI_Bcast(
+            buf.as_mut_ptr() as *mut c_void,
+            buf.len() as c_int,
+            c::double(),
+            root,
+            comm,
+        )
+    };
+}
+
+pub fn bcast_bytes(buf: &mut [u8], root: i32, comm: Comm) {
+    unsafe {
+        ffi::PMPI_Bcast(
+            buf.as_mut_ptr() as *mut c_void,
+            buf.len() as c_int,
+            c::byte(),
+            root,
+            comm,
+        )
+    };
+}
+
+/// Element-wise MAX of `buf` over the ranks of `comm`, result on `root`.
+pub fn reduce_max_u8(buf: &[u8], out: &mut [u8], root: i32, comm: Comm) {
+    unsafe {
+        ffi::PMPI_Reduce(
+            buf.as_ptr() as *const c_void,
+            out.as_mut_ptr() as *mut c_void,
+            buf.len() as c_int,
+            c::uint8_t(),
+            c::op_max(),
+            root,
+            comm,
+        )
+    };
+}
+
+pub fn allreduce_max_f64(v: f64, comm: Comm) -> f64 {
+    let mut out = 0.0f64;
+    unsafe {
+        ffi::PMPI_Allreduce(
+            &v as *const f64 as *const c_void,
+            &mut out as *mut f64 as *mut c_void,
+            1,
+            c::double(),
+            c::op_max(),
+            comm,
+        )
+    };
+    out
+}
+
+pub fn gather_f64s(send: &[f64], recv: &mut [f64], root: i32, comm: Comm) {
+    unsafe {
+        ffi::PMPI_Gather(
+            send.as_ptr() as *const c_void,
+            send.len() as c_int,
+            c::double(),
+            recv.as_mut_ptr() as *mut c_void,
+            send.len() as c_int,
+            c::double(),
+            root,
+            comm,
+        )
+    };
+}
+
+pub fn gather_bytes(send: &[u8], recv: &mut [u8], root: i32, comm: Comm) {
+    unsafe {
+        ffi::PMPI_Gather(
+            send.as_ptr() as *const c_void,
+            send.len() as c_int,
+            c::byte(),
+            recv.as_mut_ptr() as *mut c_void,
+            send.len() as c_int,
+            c::byte(),
+            root,
+            comm,
+        )
+    };
+}
+
+/// Wait for a request without spinning: test, then sleep briefly. Used where
+/// a rank only waits for its turn, so that it leaves the CPU to the ranks that
+/// are measuring (this machine may be oversubscribed).
+pub fn wait_sleepy(req: &mut Request) {
+    let mut flag: c_int = 0;
+    let mut naps = 0u32;
+    loop {
+        unsafe { ffi::PMPI_Test(req, &mut flag, c::status_ignore()) };
+        if flag != 0 {
+            return;
+        }
+        // Short naps first (a turn often comes quickly), then 1 ms.
+        naps += 1;
+        std::thread::sleep(Duration::from_micros(if naps < 20 { 50 } else { 1000 }));
+    }
+}
+
+/// `MPI_Ibcast` + [`wait_sleepy`].
+pub fn bcast_bytes_sleepy(buf: &mut [u8], root: i32, comm: Comm) {
+    let mut req: Request = c::request_null();
+    unsafe {
+        ffi::PMPI_Ibcast(
+            buf.as_mut_ptr() as *mut c_void,
+            buf.len() as c_int,
+            c::byte(),
+            root,
+            comm,
+            &mut req,
+        )
+    };
+    wait_sleepy(&mut req);
+}
+
+/// `MPI_Irecv` + [`wait_sleepy`].
+pub fn recv_bytes_sleepy(buf: &mut [u8], src: i32, tag: i32, comm: Comm) {
+    let mut req: Request = c::request_null();
+    unsafe {
+        ffi::PMPI_Irecv(
+            buf.as_mut_ptr() as *mut c_void,
+            buf.len() as c_int,
+            c::byte(),
+            src,
+            tag,
+            comm,
+            &mut req,
+        )
+    };
+    wait_sleepy(&mut req);
+}
+
+/// `MPI_Ibarrier` + [`wait_sleepy`].
+pub fn barrier_sleepy(comm: Comm) {
+    let mut req: Request = c::request_null();
+    unsafe { ffi::PMPI_Ibarrier(comm, &mut req) };
+    wait_sleepy(&mut req);
+}
+
+pub fn processor_name() -> String {
+    let mut buf = vec![0 as std::ffi::c_char; c::max_processor_name() as usize + 1];
+    let mut len: c_int = 0;
+    unsafe { ffi::PMPI_Get_processor_name(buf.as_mut_ptr(), &mut len) };
+    let bytes: Vec<u8> = buf[..len.max(0) as usize]
+        .iter()
+        .map(|&b| b as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+pub fn library_version() -> String {
+    let mut buf = vec![0 as std::ffi::c_char; c::max_library_version_string() as usize + 1];
+    let mut len: c_int = 0;
+    unsafe { ffi::PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
+    let bytes: Vec<u8> = buf[..len.max(0) as usize]
+        .iter()
+        .take_while(|&&b| b != 0)
+        .map(|&b| b as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).trim().to_string()
+}
+
+/// Gather a fixed-width string from every rank of `comm` to `root`.
+pub fn gather_strings(s: &str, width: usize, root: i32, comm: Comm) -> Vec<String> {
+    let mut send = vec![0u8; width];
+    let b = s.as_bytes();
+    let n = b.len().min(width - 1);
+    send[..n].copy_from_slice(&b[..n]);
+    let p = size(comm) as usize;
+    let mut recv = vec![0u8; if rank(comm) == root { width * p } else { width }];
+    gather_bytes(&send, &mut recv, root, comm);
+    if rank(comm) != root {
+        return Vec::new();
+    }
+    recv.chunks(width)
+        .map(|c| {
+            let end = c.iter().position(|&x| x == 0).unwrap_or(c.len());
+            String::from_utf8_lossy(&c[..end]).into_owned()
+        })
+        .collect()
+}

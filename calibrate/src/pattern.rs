@@ -1,0 +1,459 @@
+//! The measured patterns: what each rank calls in one window, and which
+//! entry (function, role) each timed call belongs to.
+//!
+//! Point-to-point patterns run on a pair as a ping-pong (SKaMPI's pattern):
+//! in each window both ranks start together, one sends the ping and then
+//! receives the pong, the other receives the ping and sends the pong; who
+//! pings alternates from window to window. Every call of both ranks is timed
+//! on its own, so the receive samples hold both the receive posted at the
+//! same time as the send (one-way) and the receive of the reply, posted right
+//! after the rank's own send (one-way plus the partner's turn-around): what a
+//! clean ping-pong or halo exchange shows, and nothing a late sender adds.
+//!
+//! - `Send`: `MPI_Send` / `MPI_Recv` -> entries `MPI_Send`, `MPI_Recv`.
+//! - `Ssend`: `MPI_Ssend` / `MPI_Recv` -> `MPI_Ssend` (these receives are not recorded).
+//! - `Nonblocking`: `MPI_Isend` + `MPI_Wait` / `MPI_Irecv` + `MPI_Wait`, each of
+//!   the calls timed -> `MPI_Isend`, `MPI_Wait` (role `MPI_Isend`),
+//!   `MPI_Irecv`, `MPI_Wait` (role `MPI_Irecv`).
+//! - `Sendrecv`: both ranks exchange with `MPI_Sendrecv` -> `MPI_Sendrecv`.
+//!
+//! Collectives run on the sub-communicator of size p with root 0; rooted ones
+//! (Bcast, Reduce, Gather(v), Scatter(v)) give a `root` and a `nonroot` entry.
+//! Reductions use `MPI_UINT8_T` with `MPI_SUM`, so that every byte count of
+//! the grid is exact.
+
+use std::ffi::{c_int, c_void};
+
+use mpiover_mpisys as ffi;
+use mpiover_mpisys::consts as c;
+
+use crate::clock::Clock;
+use crate::mpi::Comm;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    Send,
+    Ssend,
+    Nonblocking,
+    Sendrecv,
+    Bcast,
+    Reduce,
+    Allreduce,
+    Gather,
+    Gatherv,
+    Scatter,
+    Scatterv,
+    Allgather,
+    Allgatherv,
+    Alltoall,
+    Alltoallv,
+    Barrier,
+    Scan,
+    Exscan,
+    ReduceScatter,
+    ReduceScatterBlock,
+}
+
+/// One entry a pattern produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryDef {
+    pub function: &'static str,
+    pub role: Option<&'static str>,
+}
+
+const fn e(function: &'static str, role: Option<&'static str>) -> EntryDef {
+    EntryDef { function, role }
+}
+
+pub const ALL: &[Kind] = &[
+    Kind::Send,
+    Kind::Ssend,
+    Kind::Nonblocking,
+    Kind::Sendrecv,
+    Kind::Bcast,
+    Kind::Reduce,
+    Kind::Allreduce,
+    Kind::Gather,
+    Kind::Gatherv,
+    Kind::Scatter,
+    Kind::Scatterv,
+    Kind::Allgather,
+    Kind::Allgatherv,
+    Kind::Alltoall,
+    Kind::Alltoallv,
+    Kind::Barrier,
+    Kind::Scan,
+    Kind::Exscan,
+    Kind::ReduceScatter,
+    Kind::ReduceScatterBlock,
+];
+
+impl Kind {
+    pub fn p2p(self) -> bool {
+        matches!(
+            self,
+            Kind::Send | Kind::Ssend | Kind::Nonblocking | Kind::Sendrecv
+        )
+    }
+
+    pub fn rooted(self) -> bool {
+        matches!(
+            self,
+            Kind::Bcast
+                | Kind::Reduce
+                | Kind::Gather
+                | Kind::Gatherv
+                | Kind::Scatter
+                | Kind::Scatterv
+        )
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Send => "Send/Recv",
+            Kind::Ssend => "Ssend",
+            Kind::Nonblocking => "Isend/Irecv+Wait",
+            Kind::Sendrecv => "Sendrecv",
+            k => k.function(),
+        }
+    }
+
+    /// The MPI function of a collective pattern.
+    pub fn function(self) -> &'static str {
+        match self {
+            Kind::Send => "MPI_Send",
+            Kind::Ssend => "MPI_Ssend",
+            Kind::Nonblocking => "MPI_Isend",
+            Kind::Sendrecv => "MPI_Sendrecv",
+            Kind::Bcast => "MPI_Bcast",
+            Kind::Reduce => "MPI_Reduce",
+            Kind::Allreduce => "MPI_Allreduce",
+            Kind::Gather => "MPI_Gather",
+            Kind::Gatherv => "MPI_Gatherv",
+            Kind::Scatter => "MPI_Scatter",
+            Kind::Scatterv => "MPI_Scatterv",
+            Kind::Allgather => "MPI_Allgather",
+            Kind::Allgatherv => "MPI_Allgatherv",
+            Kind::Alltoall => "MPI_Alltoall",
+            Kind::Alltoallv => "MPI_Alltoallv",
+            Kind::Barrier => "MPI_Barrier",
+            Kind::Scan => "MPI_Scan",
+            Kind::Exscan => "MPI_Exscan",
+            Kind::ReduceScatter => "MPI_Reduce_scatter",
+            Kind::ReduceScatterBlock => "MPI_Reduce_scatter_block",
+        }
+    }
+
+    /// The entries this pattern produces, in a fixed order.
+    pub fn entries(self) -> Vec<EntryDef> {
+        match self {
+            Kind::Send => vec![e("MPI_Send", None), e("MPI_Recv", None)],
+            Kind::Ssend => vec![e("MPI_Ssend", None)],
+            Kind::Nonblocking => vec![
+                e("MPI_Isend", None),
+                e("MPI_Wait", Some("MPI_Isend")),
+                e("MPI_Irecv", None),
+                e("MPI_Wait", Some("MPI_Irecv")),
+            ],
+            Kind::Sendrecv => vec![e("MPI_Sendrecv", None)],
+            k if k.rooted() => vec![
+                e(k.function(), Some("root")),
+                e(k.function(), Some("nonroot")),
+            ],
+            k => vec![e(k.function(), None)],
+        }
+    }
+
+    /// Timed calls per rank and window.
+    pub fn slots(self) -> usize {
+        match self {
+            Kind::Nonblocking => 4,
+            Kind::Send | Kind::Ssend => 2,
+            _ => 1,
+        }
+    }
+
+    /// Which entry (index into [`Kind::entries`]) the call in `slot` of rank
+    /// `me` in window `w` belongs to; `None` when it is not recorded.
+    pub fn entry_of(self, me: i32, slot: usize, w: u64) -> Option<usize> {
+        // The ping's sender sends first (slot 0) and receives the pong
+        // (slot 1); its partner receives first and sends the pong.
+        let sends = (me == (w % 2) as i32) == (slot < self.slots() / 2);
+        match self {
+            Kind::Send => Some(if sends { 0 } else { 1 }),
+            Kind::Ssend => sends.then_some(0),
+            // Slots: post, wait, post, wait.
+            Kind::Nonblocking => Some(if sends { slot % 2 } else { 2 + slot % 2 }),
+            Kind::Sendrecv => Some(0),
+            k if k.rooted() => Some(if me == 0 { 0 } else { 1 }),
+            _ => Some(0),
+        }
+    }
+
+    /// Whether a size of `bytes` per rank is possible with p ranks (counts are
+    /// C ints). Barrier has only bytes = 0.
+    pub fn feasible(self, p: u32, bytes: u64) -> bool {
+        if self == Kind::Barrier {
+            return bytes == 0;
+        }
+        bytes > 0 && bytes.saturating_mul(p as u64) <= i32::MAX as u64
+    }
+}
+
+/// Look a function name up: `MPI_Send`, `Send`, `send`, `mpi_send`.
+pub fn canonical_function(name: &str) -> Option<&'static str> {
+    let low = name.trim().to_ascii_lowercase();
+    let low = low.strip_prefix("mpi_").unwrap_or(&low);
+    ALL.iter()
+        .flat_map(|k| k.entries())
+        .map(|d| d.function)
+        .find(|f| f[4..].eq_ignore_ascii_case(low))
+}
+
+/// All function names the calibrator measures.
+pub fn all_functions() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = ALL
+        .iter()
+        .flat_map(|k| k.entries())
+        .map(|d| d.function)
+        .collect();
+    v.dedup();
+    let mut seen = std::collections::HashSet::new();
+    v.retain(|f| seen.insert(*f));
+    v
+}
+
+/// Buffers of one job.
+pub struct Bufs {
+    send: Vec<u8>,
+    recv: Vec<u8>,
+    counts: Vec<c_int>,
+    displs: Vec<c_int>,
+    bytes: c_int,
+    p: c_int,
+}
+
+impl Bufs {
+    pub fn new(kind: Kind, p: u32, bytes: u64) -> Bufs {
+        let b = bytes as usize;
+        let pp = p as usize;
+        let (s, r) = match kind {
+            Kind::Send | Kind::Ssend | Kind::Nonblocking | Kind::Sendrecv => (b, b),
+            Kind::Bcast => (b, b),
+            Kind::Reduce | Kind::Allreduce | Kind::Scan | Kind::Exscan => (b, b),
+            Kind::Gather | Kind::Gatherv | Kind::Allgather | Kind::Allgatherv => (b, b * pp),
+            Kind::Scatter | Kind::Scatterv => (b * pp, b),
+            Kind::Alltoall | Kind::Alltoallv => (b * pp, b * pp),
+            Kind::Barrier => (0, 0),
+            Kind::ReduceScatter | Kind::ReduceScatterBlock => (b * pp, b),
+        };
+        // Touch the memory now so that page faults do not land in a window.
+        let send = vec![1u8; s.max(1)];
+        let recv = vec![0u8; r.max(1)];
+        Bufs {
+            send,
+            recv,
+            counts: vec![bytes as c_int; pp],
+            displs: (0..pp).map(|i| (i * b) as c_int).collect(),
+            bytes: bytes as c_int,
+            p: p as c_int,
+        }
+    }
+}
+
+/// Run the calls of one window and write each slot's local duration.
+/// `me` is the rank in `comm`, `w` the window number within the job.
+#[inline(never)]
+pub fn run_window(
+    kind: Kind,
+    comm: Comm,
+    me: i32,
+    w: u64,
+    b: &mut Bufs,
+    clock: &Clock,
+    out: &mut [f64],
+) {
+    let sp = b.send.as_ptr() as *const c_void;
+    let rp = b.recv.as_mut_ptr() as *mut c_void;
+    let n = b.bytes;
+    let byte = c::byte();
+    let u8t = c::uint8_t();
+    let sum = c::op_sum();
+    let st = c::status_ignore();
+    let sender = (w % 2) as i32;
+    let other = 1 - me;
+    macro_rules! timed {
+        ($slot:expr, $call:expr) => {{
+            let t0 = clock.now();
+            unsafe { $call };
+            let t1 = clock.now();
+            out[$slot] = t1 - t0;
+        }};
+    }
+    match kind {
+        // Ping-pong: the ping's sender (alternating between windows) sends,
+        // then receives the pong; each call is timed on its own.
+        Kind::Send => {
+            if me == sender {
+                timed!(0, ffi::PMPI_Send(sp, n, byte, other, 1, comm));
+                timed!(1, ffi::PMPI_Recv(rp, n, byte, other, 1, comm, st));
+            } else {
+                timed!(0, ffi::PMPI_Recv(rp, n, byte, other, 1, comm, st));
+                timed!(1, ffi::PMPI_Send(sp, n, byte, other, 1, comm));
+            }
+        }
+        Kind::Ssend => {
+            if me == sender {
+                timed!(0, ffi::PMPI_Ssend(sp, n, byte, other, 2, comm));
+                timed!(1, ffi::PMPI_Recv(rp, n, byte, other, 2, comm, st));
+            } else {
+                timed!(0, ffi::PMPI_Recv(rp, n, byte, other, 2, comm, st));
+                timed!(1, ffi::PMPI_Ssend(sp, n, byte, other, 2, comm));
+            }
+        }
+        Kind::Nonblocking => {
+            let mut req: ffi::MPI_Request = c::request_null();
+            if me == sender {
+                timed!(0, ffi::PMPI_Isend(sp, n, byte, other, 3, comm, &mut req));
+                timed!(1, ffi::PMPI_Wait(&mut req, st));
+                timed!(2, ffi::PMPI_Irecv(rp, n, byte, other, 3, comm, &mut req));
+                timed!(3, ffi::PMPI_Wait(&mut req, st));
+            } else {
+                timed!(0, ffi::PMPI_Irecv(rp, n, byte, other, 3, comm, &mut req));
+                timed!(1, ffi::PMPI_Wait(&mut req, st));
+                timed!(2, ffi::PMPI_Isend(sp, n, byte, other, 3, comm, &mut req));
+                timed!(3, ffi::PMPI_Wait(&mut req, st));
+            }
+        }
+        Kind::Sendrecv => {
+            timed!(
+                0,
+                ffi::PMPI_Sendrecv(sp, n, byte, other, 4, rp, n, byte, other, 4, comm, st)
+            )
+        }
+        Kind::Bcast => timed!(0, ffi::PMPI_Bcast(rp, n, byte, 0, comm)),
+        Kind::Reduce => timed!(0, ffi::PMPI_Reduce(sp, rp, n, u8t, sum, 0, comm)),
+        Kind::Allreduce => timed!(0, ffi::PMPI_Allreduce(sp, rp, n, u8t, sum, comm)),
+        Kind::Gather => timed!(0, ffi::PMPI_Gather(sp, n, byte, rp, n, byte, 0, comm)),
+        Kind::Gatherv => {
+            timed!(
+                0,
+                ffi::PMPI_Gatherv(
+                    sp,
+                    n,
+                    byte,
+                    rp,
+                    b.counts.as_ptr(),
+                    b.displs.as_ptr(),
+                    byte,
+                    0,
+                    comm
+                )
+            )
+        }
+        Kind::Scatter => timed!(0, ffi::PMPI_Scatter(sp, n, byte, rp, n, byte, 0, comm)),
+        Kind::Scatterv => {
+            timed!(
+                0,
+                ffi::PMPI_Scatterv(
+                    sp,
+                    b.counts.as_ptr(),
+                    b.displs.as_ptr(),
+                    byte,
+                    rp,
+                    n,
+                    byte,
+                    0,
+                    comm
+                )
+            )
+        }
+        Kind::Allgather => timed!(0, ffi::PMPI_Allgather(sp, n, byte, rp, n, byte, comm)),
+        Kind::Allgatherv => {
+            timed!(
+                0,
+                ffi::PMPI_Allgatherv(
+                    sp,
+                    n,
+                    byte,
+                    rp,
+                    b.counts.as_ptr(),
+                    b.displs.as_ptr(),
+                    byte,
+                    comm
+                )
+            )
+        }
+        Kind::Alltoall => timed!(0, ffi::PMPI_Alltoall(sp, n, byte, rp, n, byte, comm)),
+        Kind::Alltoallv => timed!(
+            0,
+            ffi::PMPI_Alltoallv(
+                sp,
+                b.counts.as_ptr(),
+                b.displs.as_ptr(),
+                byte,
+                rp,
+                b.counts.as_ptr(),
+                b.displs.as_ptr(),
+                byte,
+                comm
+            )
+        ),
+        Kind::Barrier => timed!(0, ffi::PMPI_Barrier(comm)),
+        Kind::Scan => timed!(0, ffi::PMPI_Scan(sp, rp, n, u8t, sum, comm)),
+        Kind::Exscan => timed!(0, ffi::PMPI_Exscan(sp, rp, n, u8t, sum, comm)),
+        Kind::ReduceScatter => timed!(
+            0,
+            ffi::PMPI_Reduce_scatter(sp, rp, b.counts.as_ptr(), u8t, sum, comm)
+        ),
+        Kind::ReduceScatterBlock => {
+            timed!(0, ffi::PMPI_Reduce_scatter_block(sp, rp, n, u8t, sum, comm))
+        }
+    }
+    let _ = b.p;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(canonical_function("send"), Some("MPI_Send"));
+        assert_eq!(
+            canonical_function("MPI_Reduce_scatter_block"),
+            Some("MPI_Reduce_scatter_block")
+        );
+        assert_eq!(canonical_function("mpi_wait"), Some("MPI_Wait"));
+        assert_eq!(canonical_function("MPI_Foo"), None);
+        let all = all_functions();
+        assert!(all.contains(&"MPI_Recv") && all.contains(&"MPI_Exscan"));
+        // Every function is a catalogued event with the same C name.
+        for f in all {
+            assert!(mpiover_common::functions::class_of(f).is_some(), "{f}");
+        }
+    }
+
+    #[test]
+    fn roles() {
+        // Window 0: rank 0 pings (Send, then Recv), rank 1 pongs.
+        assert_eq!(Kind::Send.entry_of(0, 0, 0), Some(0));
+        assert_eq!(Kind::Send.entry_of(0, 1, 0), Some(1));
+        assert_eq!(Kind::Send.entry_of(1, 0, 0), Some(1));
+        assert_eq!(Kind::Send.entry_of(1, 1, 0), Some(0));
+        assert_eq!(Kind::Send.entry_of(1, 0, 1), Some(0));
+        assert_eq!(Kind::Ssend.entry_of(1, 0, 0), None);
+        assert_eq!(Kind::Ssend.entry_of(1, 1, 0), Some(0));
+        // Nonblocking slots: post, wait, post, wait.
+        assert_eq!(Kind::Nonblocking.entry_of(0, 0, 0), Some(0));
+        assert_eq!(Kind::Nonblocking.entry_of(0, 1, 0), Some(1));
+        assert_eq!(Kind::Nonblocking.entry_of(0, 2, 0), Some(2));
+        assert_eq!(Kind::Nonblocking.entry_of(0, 3, 0), Some(3));
+        assert_eq!(Kind::Nonblocking.entry_of(1, 1, 0), Some(3));
+        assert_eq!(Kind::Nonblocking.entry_of(1, 3, 0), Some(1));
+        assert_eq!(Kind::Bcast.entry_of(0, 0, 5), Some(0));
+        assert_eq!(Kind::Bcast.entry_of(2, 0, 5), Some(1));
+        assert!(!Kind::Barrier.feasible(2, 1));
+        assert!(Kind::Barrier.feasible(2, 0));
+    }
+}

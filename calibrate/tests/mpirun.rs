@@ -1,0 +1,451 @@
+//! End-to-end tests of `mpiover-calibrate` under `mpirun` (skipped, with a
+//! message, when `mpirun` is not installed). Each runs a reduced grid so that
+//! it takes seconds; they run one at a time (one lock), since the machine has
+//! few cores.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use mpiover_common::profile::{Key, Profile};
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn mpirun() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("mpirun"))
+        .find(|p| p.exists())
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "mpiover-calibrate-test-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `mpirun -np N [-x VAR]... mpiover-calibrate ARGS`.
+fn command(np: u32, env: &[(&str, &str)], args: &[&str]) -> Option<Command> {
+    let Some(mpirun) = mpirun() else {
+        eprintln!("mpirun not found: test skipped");
+        return None;
+    };
+    let mut c = Command::new(mpirun);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .args(["-np", &np.to_string()]);
+    for (k, v) in env {
+        c.env(k, v).args(["-x", k]);
+    }
+    c.arg(env!("CARGO_BIN_EXE_mpiover-calibrate"))
+        .args(args)
+        .arg("--quiet");
+    Some(c)
+}
+
+fn run(np: u32, env: &[(&str, &str)], args: &[&str]) -> Option<Output> {
+    let out = command(np, env, args)?.output().expect("mpirun runs");
+    Some(out)
+}
+
+fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "mpirun failed: {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn keys(p: &Profile) -> BTreeSet<Key> {
+    p.entries.iter().map(|e| e.key()).collect()
+}
+
+#[test]
+fn profile_has_roles_pairs_environment_and_method() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tmpdir("content");
+    let f = d.join("p.json");
+    let fs = f.to_str().unwrap();
+    let args = [
+        "--quick",
+        "--functions",
+        "MPI_Bcast,send,recv,MPI_Wait,isend,irecv",
+        "--sizes",
+        "1,1000",
+        "-o",
+        fs,
+    ];
+    let Some(out) = run(3, &[], &args) else {
+        return;
+    };
+    ok(&out);
+    let p = Profile::load(&f).unwrap();
+    // Bcast at p = 2, 3 with root and nonroot; point-to-point on a same-host pair.
+    for pp in [2, 3] {
+        for b in [1, 1000] {
+            for role in ["root", "nonroot"] {
+                let k = Key {
+                    function: "MPI_Bcast".into(),
+                    p: pp,
+                    bytes: b,
+                    role: Some(role.into()),
+                    same_host: None,
+                };
+                assert!(p.entry(&k).is_some(), "missing {k}");
+            }
+        }
+    }
+    for f in ["MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv"] {
+        let k = Key {
+            function: f.into(),
+            p: 2,
+            bytes: 1000,
+            role: None,
+            same_host: Some(true),
+        };
+        assert!(p.entry(&k).is_some(), "missing {k}");
+    }
+    for r in ["MPI_Isend", "MPI_Irecv"] {
+        let k = Key {
+            function: "MPI_Wait".into(),
+            p: 2,
+            bytes: 1,
+            role: Some(r.into()),
+            same_host: Some(true),
+        };
+        assert!(p.entry(&k).is_some(), "missing {k}");
+    }
+    assert_eq!(p.entries.len(), 8 + 2 * 6);
+    for e in &p.entries {
+        assert!(
+            e.n > 0 && e.min_s <= e.median_s && e.median_s <= e.max_s.unwrap(),
+            "{}",
+            e.key()
+        );
+        assert!(e.tmax_s >= e.min_s, "{}", e.key());
+        assert!(e.window_s.unwrap() > 0.0);
+        assert_eq!(e.runs.len(), 1);
+    }
+    // Environment and method.
+    let env = &p.environment;
+    assert_eq!(env.ranks, 3);
+    assert_eq!(env.ranks_per_host.iter().sum::<u32>(), 3);
+    assert!(!env.hosts.is_empty() && !env.mpi_library.is_empty() && !env.cpu_model.is_empty());
+    assert_eq!(env.binding.ranks.len(), 3);
+    assert!(env.timer.resolution_s > 0.0 && env.timer.cost_s > 0.0);
+    assert!(env.date.ends_with('Z') && !env.tool_version.is_empty());
+    assert!(env.command.iter().any(|a| a == "--quick"));
+    let m = &p.method;
+    assert_eq!(m.sync, "window");
+    assert_eq!((m.q_max, m.alpha, m.min_samples), (0.99, 0.05, 200));
+    assert!(m.quick && m.time_budget_s.is_some());
+    assert_eq!(m.procs, vec![2, 3]);
+    let cs = m.clock_sync.as_ref().unwrap();
+    assert_eq!(cs.ranks.len(), 3);
+    assert_eq!(p.runs.len(), 1);
+    assert!(p.runs[0].complete && p.skipped.is_empty());
+    // The lookup works on what was measured.
+    let l = p.tmax("MPI_Bcast", 3, 1000, Some("root")).unwrap();
+    assert!(l.exact);
+    assert!(p.tmax("MPI_Wait", 2, 100, Some("MPI_Irecv")).is_some());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn clock_sync_recovers_injected_offset_and_drift() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tmpdir("skew");
+    let f = d.join("p.json");
+    let (off, drift) = (0.25f64, 2e-4f64);
+    let skew = format!("1:{off}:{drift}");
+    let args = [
+        "--functions",
+        "MPI_Allreduce",
+        "--procs",
+        "2",
+        "--sizes",
+        "8",
+        "-o",
+        f.to_str().unwrap(),
+    ];
+    let Some(out) = run(2, &[("MPIOVER_CALIBRATE_TEST_CLOCK_SKEW", &skew)], &args) else {
+        return;
+    };
+    ok(&out);
+    let p = Profile::load(&f).unwrap();
+    assert!(p
+        .method
+        .notes
+        .iter()
+        .any(|n| n.contains("MPIOVER_CALIBRATE_TEST_CLOCK_SKEW")));
+    let r1 = &p.method.clock_sync.as_ref().unwrap().ranks[1];
+    // Rank 1 reads L = t + off + drift * t: at its reference time the true
+    // time was t = (L - off) / (1 + drift), so local - global = L - t.
+    let l = r1.ref_local_s;
+    let expected = l - (l - off) / (1.0 + drift);
+    assert!(
+        (r1.offset_s - expected).abs() < 50e-6,
+        "offset {} s, expected {} s (rank clock {:?})",
+        r1.offset_s,
+        expected,
+        r1
+    );
+    assert!(
+        (r1.drift - drift).abs() < 0.1 * drift,
+        "drift {}, expected {drift} ({r1:?})",
+        r1.drift
+    );
+    // And the synchronized windows work with the skewed clock: most are valid.
+    let e = &p.entries[0];
+    assert!(e.n >= 200, "{e:?}");
+    assert!(
+        e.n_invalid < e.n,
+        "most windows invalid: {} of {}",
+        e.n_invalid,
+        e.n + e.n_invalid
+    );
+    // The rank without skew has no model to learn.
+    let r0 = &p.method.clock_sync.as_ref().unwrap().ranks[0];
+    assert_eq!(r0.offset_s, 0.0);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn late_ranks_invalidate_windows_which_are_dropped_and_counted() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tmpdir("delay");
+    let f = d.join("p.json");
+    let delay = 0.003;
+    let args = [
+        "--functions",
+        "MPI_Allreduce",
+        "--procs",
+        "2",
+        "--sizes",
+        "8",
+        "-o",
+        f.to_str().unwrap(),
+    ];
+    let env = [("MPIOVER_CALIBRATE_TEST_DELAY", "1:3:0.003")];
+    let Some(out) = run(2, &env, &args) else {
+        return;
+    };
+    ok(&out);
+    let p = Profile::load(&f).unwrap();
+    let e = &p.entries[0];
+    // Every 3rd window rank 1 arrives 3 ms late; at first that window (and the
+    // ones its lateness spills into) are invalid on both ranks (MAX over ranks),
+    // and more than a quarter invalid grows the window.
+    assert!(e.n_invalid >= 20, "only {} dropped", e.n_invalid);
+    assert!(e.n >= 200);
+    assert!(
+        e.window_s.unwrap() > 1e-3,
+        "window did not grow: {:?}",
+        e.window_s
+    );
+    // The kept samples do not hold the injected delay: rank 0 waited 3 ms in
+    // those Allreduces (a sixth of the pooled samples), and they were dropped.
+    // (On a loaded machine a few kept calls can still be long, the scheduler
+    // preempting a rank inside a call: the 90 % quantile is the robust check.)
+    assert!(
+        e.q90_s.unwrap() < 0.9 * delay,
+        "delayed calls were kept: q90 {:?}",
+        e.q90_s
+    );
+    assert!(e.median_s < 0.1 * delay, "median {}", e.median_s);
+
+    // Without window sync (--sync barrier) nothing is flagged and the delay
+    // lands in the sample: the reason for the windows.
+    let fb = d.join("b.json");
+    let args = [
+        "--sync",
+        "barrier",
+        "--functions",
+        "MPI_Allreduce",
+        "--procs",
+        "2",
+        "--sizes",
+        "8",
+        "-o",
+    ];
+    let mut args: Vec<&str> = args.to_vec();
+    args.push(fb.to_str().unwrap());
+    let Some(out) = run(2, &env, &args) else {
+        return;
+    };
+    ok(&out);
+    let pb = Profile::load(&fb).unwrap();
+    let eb = &pb.entries[0];
+    assert_eq!(eb.n_invalid, 0);
+    assert_eq!(pb.method.sync, "barrier");
+    assert!(eb.window_s.is_none());
+    assert!(eb.q90_s.unwrap() >= 0.9 * delay, "q90 {:?}", eb.q90_s);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// PIDs of a process's descendants (from /proc/PID/task/*/children).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut stack = vec![pid];
+    while let Some(p) = stack.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
+                for c in s.split_whitespace().filter_map(|x| x.parse::<u32>().ok()) {
+                    out.push(c);
+                    stack.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn entries_in(f: &Path) -> usize {
+    Profile::load(f).map(|p| p.entries.len()).unwrap_or(0)
+}
+
+#[test]
+fn resume_completes_a_killed_run_with_the_same_entries() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tmpdir("resume");
+    let f = d.join("p.json");
+    let fs = f.to_str().unwrap();
+    // Barrier-synchronized with a 1.5 ms delay in every window: each entry
+    // takes about half a second, so the run can be killed midway.
+    let env = [("MPIOVER_CALIBRATE_TEST_DELAY", "1:1:0.0015")];
+    let args = [
+        "--sync",
+        "barrier",
+        "--functions",
+        "MPI_Allreduce,MPI_Bcast",
+        "--procs",
+        "2",
+        "--sizes",
+        "1,10,100,1000",
+        "--seed",
+        "42",
+        "-o",
+        fs,
+    ];
+    let Some(mut cmd) = command(2, &env, &args) else {
+        return;
+    };
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while entries_in(&f) < 3 && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let before = Profile::load(&f).expect("the run wrote a profile before it was killed");
+    assert!(
+        before.entries.len() >= 3 && before.entries.len() < 12,
+        "{} entries",
+        before.entries.len()
+    );
+    // kill -9 mpirun and the ranks it started.
+    let kids = descendants(child.id());
+    let _ = child.kill();
+    for k in kids {
+        unsafe { libc::kill(k as i32, libc::SIGKILL) };
+    }
+    let _ = child.wait();
+    std::thread::sleep(Duration::from_millis(200));
+    let killed = Profile::load(&f).expect("the profile survives the kill");
+    assert!(!killed.runs[0].complete);
+
+    let mut rargs = args.to_vec();
+    rargs.push("--resume");
+    let Some(out) = run(2, &env, &rargs) else {
+        return;
+    };
+    ok(&out);
+    let after = Profile::load(&f).unwrap();
+    // Allreduce x 4 sizes + Bcast root/nonroot x 4 sizes.
+    assert_eq!(after.entries.len(), 12);
+    let want: BTreeSet<Key> = ["MPI_Allreduce", "MPI_Bcast"]
+        .iter()
+        .flat_map(|&f| {
+            [1u64, 10, 100, 1000].into_iter().flat_map(move |b| {
+                let roles: Vec<Option<String>> = if f == "MPI_Bcast" {
+                    vec![Some("root".into()), Some("nonroot".into())]
+                } else {
+                    vec![None]
+                };
+                roles.into_iter().map(move |role| Key {
+                    function: f.into(),
+                    p: 2,
+                    bytes: b,
+                    role,
+                    same_host: None,
+                })
+            })
+        })
+        .collect();
+    assert_eq!(keys(&after), want);
+    // The entries measured before the kill were kept, not measured again.
+    for e in &killed.entries {
+        assert_eq!(after.entry(&e.key()), Some(e), "{} changed", e.key());
+    }
+    assert_eq!(after.runs.len(), 1);
+    assert_eq!(after.runs[0].resumed, 1);
+    assert!(after.runs[0].complete && after.skipped.is_empty());
+    assert_eq!(after.method.seed, 42);
+
+    // Resuming with other options is refused, naming the difference.
+    let mut bad = args.to_vec();
+    bad[7] = "1,10";
+    bad.push("--resume");
+    let Some(out) = run(2, &env, &bad) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot resume") && err.contains("--sizes"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bad_options_are_refused_clearly() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tmpdir("bad");
+    let f = d.join("p.json");
+    let Some(out) = run(
+        2,
+        &[],
+        &["--functions", "MPI_Foo", "-o", f.to_str().unwrap()],
+    ) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown function \"MPI_Foo\"") && err.contains("MPI_Allreduce"),
+        "{err}"
+    );
+    // Said once, by rank 0.
+    assert_eq!(err.matches("unknown function").count(), 1, "{err}");
+    let Some(out) = run(2, &[], &["--procs", "3", "-o", f.to_str().unwrap()]) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--procs 3"));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -1,0 +1,480 @@
+//! What happens inside `MPI_Init` / `MPI_Init_thread` (after `PMPI_Init*`
+//! succeeded): options, world geometry, timer, run directory (decided by rank
+//! 0 and broadcast with `PMPI_Bcast`), the tool's own cost per call, and the
+//! handlers that write the record at exit or on a fatal signal.
+
+use std::os::raw::c_int;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::OnceLock;
+
+use mpiover_mpisys::consts;
+use mpiover_mpisys::*;
+
+use crate::{rt, timer};
+
+/// Facts about the run, fixed at init; read when the record is written.
+pub struct RunInfo {
+    pub rank: u32,
+    pub ranks: u32,
+    pub host: String,
+    pub pid: u32,
+    pub mpi_library: String,
+    pub thread_level: String,
+    pub command: Vec<String>,
+    pub start_unix_s: f64,
+    pub start_mono_ns: u64,
+    pub run_id: String,
+    /// None: no records are written (the directory was not writable).
+    pub dir: Option<PathBuf>,
+    pub timer_resolution_s: f64,
+    pub timer_cost_s: f64,
+    pub cost_per_call_s: f64,
+    pub depth: u32,
+    pub max_keys: u32,
+    pub warnings: Vec<String>,
+}
+
+pub static INFO: OnceLock<RunInfo> = OnceLock::new();
+static INIT_STARTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether recording can be switched on (initialized, record not written).
+pub fn recording_possible() -> bool {
+    INFO.get().is_some() && !crate::write::WRITTEN.load(Relaxed)
+}
+
+/// One warning: into the record always, on stderr once (rank 0 only for
+/// warnings every rank would repeat).
+pub fn warn(warnings: &mut Vec<String>, msg: String, print: bool) {
+    if print && std::env::var_os("MPIOVER_QUIET").is_none() {
+        eprintln!("mpiover: warning: {msg}");
+    }
+    warnings.push(msg);
+}
+
+struct Options {
+    depth: u32,
+    max_keys: u32,
+    timer: Option<bool>,
+    out: Option<String>,
+}
+
+fn options(warnings: &mut Vec<String>, print: bool) -> Options {
+    let mut o = Options {
+        depth: 1,
+        max_keys: 4096,
+        timer: None,
+        out: None,
+    };
+    let num = |name: &str, lo: u64, hi: u64, default: u64, w: &mut Vec<String>| -> u64 {
+        match std::env::var(name) {
+            Err(std::env::VarError::NotPresent) => default,
+            Ok(v) => match v.trim().parse::<u64>() {
+                Ok(n) if (lo..=hi).contains(&n) => n,
+                _ => {
+                    warn(
+                        w,
+                        format!("{name}={v:?} is not an integer in {lo}..={hi}; using {default}"),
+                        print,
+                    );
+                    default
+                }
+            },
+            Err(_) => {
+                warn(
+                    w,
+                    format!("{name} is not valid UTF-8; using {default}"),
+                    print,
+                );
+                default
+            }
+        }
+    };
+    o.depth = num("MPIOVER_DEPTH", 1, 64, 1, warnings) as u32;
+    o.max_keys = num("MPIOVER_MAX_KEYS", 1, 1 << 20, 4096, warnings) as u32;
+    match std::env::var("MPIOVER_TIMER").as_deref() {
+        Err(_) | Ok("") | Ok("auto") => {}
+        Ok("tsc") | Ok("rdtsc") => o.timer = Some(true),
+        Ok("clock") | Ok("clock_gettime") => o.timer = Some(false),
+        Ok(v) => warn(
+            warnings,
+            format!("MPIOVER_TIMER={v:?} is not tsc, clock or auto; using auto"),
+            print,
+        ),
+    }
+    match std::env::var("MPIOVER_OUT") {
+        Ok(v) if !v.is_empty() => o.out = Some(v),
+        _ => {}
+    }
+    o
+}
+
+/// argv from /proc/self/cmdline.
+pub fn command_line() -> Vec<String> {
+    match std::fs::read("/proc/self/cmdline") {
+        Ok(b) => b
+            .split(|&c| c == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn program_name(cmd: &[String]) -> String {
+    let base = cmd
+        .first()
+        .and_then(|a| Path::new(a).file_name())
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "program".into());
+    let clean: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if clean.is_empty() {
+        "program".into()
+    } else {
+        clean
+    }
+}
+
+/// Local time as YYYYmmdd-HHMMSS.
+fn timestamp() -> String {
+    // SAFETY: time/localtime_r with valid pointers.
+    unsafe {
+        let t = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            return format!("{t}");
+        }
+        format!(
+            "{:04}{:02}{:02}-{:02}{:02}{:02}",
+            tm.tm_year + 1900,
+            tm.tm_mon + 1,
+            tm.tm_mday,
+            tm.tm_hour,
+            tm.tm_min,
+            tm.tm_sec
+        )
+    }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buffer and its length.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };
+    if r != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn library_version() -> String {
+    let n = consts::max_library_version_string().max(256) as usize;
+    let mut buf = vec![0u8; n + 1];
+    let mut len: c_int = 0;
+    // SAFETY: buffer of at least MPI_MAX_LIBRARY_VERSION_STRING bytes.
+    let r = unsafe { PMPI_Get_library_version(buf.as_mut_ptr() as *mut libc::c_char, &mut len) };
+    if r != 0 {
+        return String::new();
+    }
+    let len = (len.max(0) as usize).min(n);
+    String::from_utf8_lossy(buf.get(..len).unwrap_or(&[]))
+        .trim_end_matches(['\0', '\n', ' '])
+        .to_string()
+}
+
+fn level_name(level: Option<c_int>) -> String {
+    match level {
+        None => "single".into(),
+        Some(l) if l == consts::thread_single() => "single".into(),
+        Some(l) if l == consts::thread_funneled() => "funneled".into(),
+        Some(l) if l == consts::thread_serialized() => "serialized".into(),
+        Some(l) if l == consts::thread_multiple() => "multiple".into(),
+        Some(l) => format!("unknown({l})"),
+    }
+}
+
+/// Rank 0: chooses and creates the run directory; returns it, or a reason
+/// why records cannot be written there.
+fn make_run_dir(out: Option<&str>, cmd: &[String]) -> Result<PathBuf, String> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let dir = match out {
+        Some(o) => {
+            let p = cwd.join(o);
+            std::fs::create_dir_all(&p)
+                .map_err(|e| format!("cannot create run directory {}: {e}", p.display()))?;
+            // Records of an earlier run in the same directory would mix runs.
+            if let Ok(rd) = std::fs::read_dir(&p) {
+                for e in rd.flatten() {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    if n.starts_with("rank-") && n.ends_with(".json") {
+                        let _ = std::fs::remove_file(e.path());
+                    }
+                }
+            }
+            p
+        }
+        None => {
+            let base = format!("mpiover-{}-{}", program_name(cmd), timestamp());
+            let mut made = None;
+            for i in 1..1000 {
+                let name = if i == 1 {
+                    base.clone()
+                } else {
+                    format!("{base}-{i}")
+                };
+                let p = cwd.join(name);
+                match std::fs::create_dir(&p) {
+                    Ok(()) => {
+                        made = Some(p);
+                        break;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => {
+                        return Err(format!("cannot create run directory {}: {e}", p.display()))
+                    }
+                }
+            }
+            made.ok_or_else(|| {
+                format!(
+                    "cannot create a run directory {base}-N in {}",
+                    cwd.display()
+                )
+            })?
+        }
+    };
+    let probe = dir.join(format!(".mpiover-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .map_err(|e| format!("cannot write into run directory {}: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(dir)
+}
+
+const BCAST_LEN: usize = 8192;
+
+/// Called once, after `PMPI_Init*` succeeded.
+pub fn on_init(level: Option<c_int>) {
+    if INIT_STARTED.swap(true, SeqCst) {
+        return;
+    }
+    let busy = rt::busy();
+    let start_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let (mut rank, mut size) = (0 as c_int, 1 as c_int);
+    // SAFETY: MPI is initialized; out-pointers valid.
+    unsafe {
+        PMPI_Comm_rank(consts::comm_world(), &mut rank);
+        PMPI_Comm_size(consts::comm_world(), &mut size);
+    }
+    let print = rank == 0;
+    let mut warnings = Vec::new();
+    let opts = options(&mut warnings, print);
+    rt::DEPTH.store(opts.depth, Relaxed);
+    rt::MAX_KEYS.store(opts.max_keys, Relaxed);
+    rt::init_world(rank, size);
+    crate::sites::init_self_range();
+    timer::init(opts.timer);
+    let command = command_line();
+
+    // Rank 0 decides the directory and the run id; everybody learns them.
+    let mut buf = vec![0u8; BCAST_LEN];
+    if rank == 0 {
+        let run_id = format!(
+            "{}-{:x}-{:x}",
+            timestamp(),
+            std::process::id(),
+            timer::now() & 0xffff_ffff
+        );
+        let msg = match make_run_dir(opts.out.as_deref(), &command) {
+            Ok(d) => format!("1\n{run_id}\n{}", d.display()),
+            Err(e) => {
+                warn(
+                    &mut warnings,
+                    format!("{e}; no records will be written (the application runs on)"),
+                    true,
+                );
+                format!("0\n{run_id}\n{e}")
+            }
+        };
+        let m = msg.as_bytes();
+        let n = m.len().min(BCAST_LEN - 1);
+        buf[..n].copy_from_slice(&m[..n]);
+    }
+    // SAFETY: every rank passes a buffer of BCAST_LEN bytes.
+    unsafe {
+        PMPI_Bcast(
+            buf.as_mut_ptr() as *mut libc::c_void,
+            BCAST_LEN as c_int,
+            consts::byte(),
+            0,
+            consts::comm_world(),
+        );
+    }
+    let end = buf.iter().position(|&c| c == 0).unwrap_or(BCAST_LEN);
+    let text = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let mut parts = text.splitn(3, '\n');
+    let ok = parts.next() == Some("1");
+    let run_id = parts.next().unwrap_or("").to_string();
+    let rest = parts.next().unwrap_or("").to_string();
+    let dir = if ok { Some(PathBuf::from(&rest)) } else { None };
+    if !ok && rank != 0 {
+        warnings.push(format!("{rest}; no records will be written"));
+    }
+
+    let (res, cost) = timer::characterize(timer::unit_quick());
+    let info = RunInfo {
+        rank: rank.max(0) as u32,
+        ranks: size.max(0) as u32,
+        host: hostname(),
+        pid: std::process::id(),
+        mpi_library: library_version(),
+        thread_level: level_name(level),
+        command,
+        start_unix_s,
+        start_mono_ns: timer::mono_ns(),
+        run_id,
+        dir,
+        timer_resolution_s: res,
+        timer_cost_s: cost,
+        cost_per_call_s: 0.0,
+        depth: opts.depth,
+        max_keys: opts.max_keys,
+        warnings,
+    };
+    drop(busy);
+
+    // The tool's own cost, with recording on, then forgotten.
+    rt::STATE.fetch_or(rt::ENABLED, SeqCst);
+    let cost_per_call_s = measure_cost();
+    let ts = rt::this_thread_state();
+    if !ts.is_null() {
+        // SAFETY: this thread's own state, not in use right now.
+        unsafe { (*ts).reset() };
+    }
+    let _ = INFO.set(RunInfo {
+        cost_per_call_s,
+        start_mono_ns: timer::mono_ns(),
+        ..info
+    });
+    install_exit_handlers();
+}
+
+/// Added time per call of the wrapped path: `MPI_Iprobe` on `MPI_COMM_SELF`
+/// through the wrapper vs `PMPI_Iprobe`, alternating batches, median
+/// difference.
+fn measure_cost() -> f64 {
+    const BATCH: u32 = 200;
+    let mut diffs = Vec::new();
+    let mut flag: c_int = 0;
+    let (src, tag, comm) = (consts::any_source(), 12345, consts::comm_self());
+    for _ in 0..15 {
+        let t0 = timer::mono_ns();
+        for _ in 0..BATCH {
+            // SAFETY: valid arguments.
+            unsafe { PMPI_Iprobe(src, tag, comm, &mut flag, consts::status_ignore()) };
+        }
+        let t1 = timer::mono_ns();
+        for _ in 0..BATCH {
+            // SAFETY: valid arguments; goes through the generated wrapper.
+            unsafe {
+                crate::wrappers::MPI_Iprobe(src, tag, comm, &mut flag, consts::status_ignore())
+            };
+        }
+        let t2 = timer::mono_ns();
+        let direct = t1.wrapping_sub(t0) as f64;
+        let wrapped = t2.wrapping_sub(t1) as f64;
+        diffs.push((wrapped - direct) / BATCH as f64 * 1e-9);
+    }
+    diffs.sort_by(|a, b| a.total_cmp(b));
+    diffs.get(diffs.len() / 2).copied().unwrap_or(0.0).max(0.0)
+}
+
+// ---------------------------------------------------------------------------
+// Exit and signals
+// ---------------------------------------------------------------------------
+
+extern "C" fn at_exit() {
+    crate::write::write_record("exit");
+}
+
+const SIGNALS: [(c_int, &str); 5] = [
+    (libc::SIGTERM, "signal:SIGTERM"),
+    (libc::SIGINT, "signal:SIGINT"),
+    (libc::SIGSEGV, "signal:SIGSEGV"),
+    (libc::SIGABRT, "signal:SIGABRT"),
+    (libc::SIGBUS, "signal:SIGBUS"),
+];
+
+struct OldActions(std::cell::UnsafeCell<[libc::sigaction; 5]>);
+// SAFETY: written once in `install_exit_handlers` before any handler of
+// ours is installed, only read afterwards.
+unsafe impl Sync for OldActions {}
+static OLD: OldActions = OldActions(std::cell::UnsafeCell::new(unsafe { std::mem::zeroed() }));
+
+fn install_exit_handlers() {
+    // SAFETY: plain libc calls with valid pointers.
+    unsafe {
+        libc::atexit(at_exit);
+        let old = &mut *OLD.0.get();
+        for (i, (sig, _)) in SIGNALS.iter().enumerate() {
+            let mut cur: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(*sig, std::ptr::null(), &mut cur) != 0 {
+                continue;
+            }
+            if cur.sa_sigaction == libc::SIG_IGN {
+                continue; // an ignored signal does not end the process
+            }
+            old[i] = cur;
+        }
+        for (i, (sig, _)) in SIGNALS.iter().enumerate() {
+            if old[i].sa_sigaction == libc::SIG_IGN {
+                continue;
+            }
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = on_signal as *const () as usize;
+            act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            libc::sigemptyset(&mut act.sa_mask);
+            libc::sigaction(*sig, &act, std::ptr::null_mut());
+        }
+    }
+}
+
+extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    let Some(i) = SIGNALS.iter().position(|(s, _)| *s == sig) else {
+        return;
+    };
+    // SAFETY: OLD is only read here.
+    let old = unsafe { (*OLD.0.get())[i] };
+    let fatal_anyway = matches!(sig, libc::SIGSEGV | libc::SIGBUS | libc::SIGABRT);
+    if old.sa_sigaction == libc::SIG_DFL || fatal_anyway {
+        // Best effort: the process is about to die.
+        crate::write::write_record(SIGNALS[i].1);
+    }
+    // SAFETY: restoring and chaining to the previous disposition.
+    unsafe {
+        libc::sigaction(sig, &old, std::ptr::null_mut());
+        if old.sa_sigaction == libc::SIG_DFL {
+            // Blocked while we run; delivered with the default action on return.
+            libc::raise(sig);
+        } else if old.sa_sigaction != libc::SIG_IGN {
+            if old.sa_flags & libc::SA_SIGINFO != 0 {
+                let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                    std::mem::transmute(old.sa_sigaction);
+                f(sig, info, ctx);
+            } else {
+                let f: extern "C" fn(c_int) = std::mem::transmute(old.sa_sigaction);
+                f(sig);
+            }
+        }
+    }
+}

@@ -1,0 +1,1530 @@
+//! The hot path: the per-thread re-entry guard, per-thread aggregation, and the
+//! communicator / datatype / request caches the generated wrappers use.
+//!
+//! Rules (bytehound's preload does the same): nothing here panics, does I/O or
+//! formats; the only allocations are bounded (a thread's state once, a new
+//! key's entry, a histogram growing to the range of durations seen, cache
+//! entries), and a thread whose TLS is gone simply forwards.
+
+use std::cell::Cell;
+use std::mem::MaybeUninit;
+use std::ptr::{null_mut, NonNull};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering::*};
+
+use mpiover_common::histogram::bucket_index;
+use mpiover_mpisys::consts;
+use mpiover_mpisys::*;
+
+use crate::names::{FN_NAMES, NFUNCS};
+
+// ---------------------------------------------------------------------------
+// Global state
+// ---------------------------------------------------------------------------
+
+/// Recording on (bit 0); bits 8.. count `MPI_Pcontrol(2)` resets.
+pub static STATE: AtomicU32 = AtomicU32::new(0);
+pub const ENABLED: u32 = 1;
+pub const RESET_STEP: u32 = 1 << 8;
+/// Bumped by `MPI_Comm_free`/`MPI_Comm_disconnect` (per-thread caches clear).
+pub static COMM_EPOCH: AtomicU32 = AtomicU32::new(0);
+/// Bumped by `MPI_Type_free`.
+pub static TYPE_EPOCH: AtomicU32 = AtomicU32::new(0);
+/// `MPIOVER_DEPTH`.
+pub static DEPTH: AtomicU32 = AtomicU32::new(1);
+/// `MPIOVER_MAX_KEYS`.
+pub static MAX_KEYS: AtomicU32 = AtomicU32::new(4096);
+/// Address range of libmpiover itself (frames skipped for depth > 1).
+pub static SELF_LO: AtomicUsize = AtomicUsize::new(0);
+pub static SELF_HI: AtomicUsize = AtomicUsize::new(0);
+/// This process's rank in `MPI_COMM_WORLD` and the world size (set at init).
+pub static WORLD_RANK: AtomicU32 = AtomicU32::new(0);
+pub static WORLD_SIZE: AtomicU32 = AtomicU32::new(0);
+/// `MPI_Group` of the world, as bits (Open MPI: a pointer; MPICH: an int).
+static WORLD_GROUP: AtomicUsize = AtomicUsize::new(0);
+/// Every thread's state, a lock-free list (pushed once per thread, never
+/// removed: a thread's data outlives it and is written at the end).
+static THREADS: AtomicPtr<ThreadState> = AtomicPtr::new(null_mut());
+
+pub const NONE_PEER: i32 = i32::MIN;
+pub const NONE_FN: u16 = u16::MAX;
+pub const MIXED_FN: u16 = u16::MAX - 1;
+/// Function id of the fold-everything entry.
+pub const FID_OTHER: u16 = NFUNCS as u16;
+pub const ROLE_NONE: u8 = 0;
+pub const ROLE_ROOT: u8 = 1;
+pub const ROLE_NONROOT: u8 = 2;
+
+/// Handles as bits, whatever the MPI's handle representation.
+pub trait Handle: Copy {
+    fn bits(self) -> usize;
+}
+impl<T> Handle for *mut T {
+    #[inline(always)]
+    fn bits(self) -> usize {
+        self as usize
+    }
+}
+impl Handle for i32 {
+    #[inline(always)]
+    fn bits(self) -> usize {
+        self as u32 as usize
+    }
+}
+
+/// Counts of either C type (`int`, `MPI_Count`), negative read as 0.
+pub trait ToCount: Copy {
+    fn cnt(self) -> u64;
+}
+impl ToCount for i32 {
+    #[inline(always)]
+    fn cnt(self) -> u64 {
+        self.max(0) as u64
+    }
+}
+impl ToCount for i64 {
+    #[inline(always)]
+    fn cnt(self) -> u64 {
+        self.max(0) as u64
+    }
+}
+
+#[inline(always)]
+pub fn cnt<T: ToCount>(c: T) -> u64 {
+    c.cnt()
+}
+
+#[inline(always)]
+pub fn in_place(buf: *const core::ffi::c_void) -> bool {
+    std::ptr::eq(buf, consts::in_place() as *const core::ffi::c_void)
+}
+
+/// The wrapper's return address, through the frame pointer (DESIGN.md §4).
+/// Must be expanded inside the `extern "C"` wrapper itself, after its PMPI
+/// call (the frame is certainly set up there).
+#[cfg(all(target_arch = "x86_64", mpiover_fp))]
+#[macro_export]
+macro_rules! caller {
+    () => {{
+        let fp: usize;
+        // SAFETY: with frame pointers forced (build.rs checks), rbp points at
+        // the saved rbp of this frame and the return address sits above it.
+        unsafe {
+            core::arch::asm!("mov {}, rbp", out(reg) fp, options(nomem, nostack, preserves_flags));
+            *(fp as *const usize).add(1)
+        }
+    }};
+}
+
+/// Without frame pointers the first frame outside libmpiover is found by
+/// unwinding (slow, but never wrong).
+#[cfg(not(all(target_arch = "x86_64", mpiover_fp)))]
+#[macro_export]
+macro_rules! caller {
+    () => {
+        $crate::rt::unwound_site(1)
+    };
+}
+
+/// The `n`-th frame outside libmpiover (1 = the direct caller of MPI).
+#[inline(never)]
+pub fn unwound_site(n: u32) -> usize {
+    let (lo, hi) = (SELF_LO.load(Relaxed), SELF_HI.load(Relaxed));
+    let mut seen = 0u32;
+    let mut found = 0usize;
+    // SAFETY: unwinding our own stack; the callback neither panics nor allocates.
+    unsafe {
+        backtrace::trace_unsynchronized(|frame| {
+            let ip = frame.ip() as usize;
+            if ip >= lo && ip < hi {
+                return true;
+            }
+            seen += 1;
+            if seen >= n {
+                found = ip;
+                return false;
+            }
+            true
+        });
+    }
+    found
+}
+
+// ---------------------------------------------------------------------------
+// Re-entry guard
+// ---------------------------------------------------------------------------
+
+struct Tls {
+    busy: Cell<bool>,
+    ts: Cell<*mut ThreadState>,
+}
+
+thread_local! {
+    // Const-initialized, no destructor: never in a "destroyed" state, no lazy
+    // registration on the hot path.
+    static TLS: Tls = const { Tls { busy: Cell::new(false), ts: Cell::new(null_mut()) } };
+}
+
+/// Proof that this thread is inside a wrapper and may record. Dropping it
+/// leaves the tool.
+pub struct Guard {
+    ts: NonNull<ThreadState>,
+    busy: *const Cell<bool>,
+}
+
+impl Drop for Guard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: the TLS cell lives as long as the thread (no destructor).
+        unsafe { (*self.busy).set(false) }
+    }
+}
+
+/// Enters the tool: `None` when recording is off, or when this thread is
+/// already inside the tool (MPI calling MPI, the tool calling PMPI), or when
+/// the thread's state cannot be had. Then the wrapper just forwards.
+#[inline(always)]
+pub fn enter() -> Option<Guard> {
+    let st = STATE.load(Relaxed);
+    if st & ENABLED == 0 {
+        return None;
+    }
+    TLS.try_with(|t| {
+        if t.busy.get() {
+            return None;
+        }
+        let mut ts = t.ts.get();
+        if ts.is_null() {
+            ts = ThreadState::create();
+            if ts.is_null() {
+                return None;
+            }
+            t.ts.set(ts);
+        }
+        t.busy.set(true);
+        // SAFETY: ts is non-null, owned by this thread.
+        let ts = unsafe { NonNull::new_unchecked(ts) };
+        let g = Guard {
+            ts,
+            busy: &t.busy as *const Cell<bool>,
+        };
+        // SAFETY: as above.
+        unsafe {
+            if (*ts.as_ptr()).seen != st {
+                (*ts.as_ptr()).sync(st);
+            }
+        }
+        Some(g)
+    })
+    .ok()
+    .flatten()
+}
+
+/// Marks this thread as inside the tool without a state (hand-written hooks
+/// that call PMPI functions which might come back through wrappers).
+pub struct Busy {
+    was: bool,
+}
+
+pub fn busy() -> Busy {
+    let was = TLS.try_with(|t| t.busy.replace(true)).unwrap_or(true);
+    Busy { was }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let was = self.was;
+        let _ = TLS.try_with(|t| t.busy.set(was));
+    }
+}
+
+/// This thread's state, if it has one (for init-time measurements).
+pub fn this_thread_state() -> *mut ThreadState {
+    TLS.try_with(|t| t.ts.get()).unwrap_or(null_mut())
+}
+
+// ---------------------------------------------------------------------------
+// Aggregation
+// ---------------------------------------------------------------------------
+
+/// The aggregation key.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Key {
+    pub ra: usize,
+    pub post_ra: usize,
+    pub bytes: u64,
+    pub p: u32,
+    pub peer: i32,
+    pub fid: u16,
+    pub completes: u16,
+    pub role: u8,
+}
+
+impl Key {
+    #[inline(always)]
+    fn hash(&self) -> u64 {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut h = (self.ra as u64).wrapping_mul(K);
+        h = (h.rotate_left(5) ^ self.bytes).wrapping_mul(K);
+        h = (h.rotate_left(5) ^ (((self.p as u64) << 32) | self.peer as u32 as u64))
+            .wrapping_mul(K);
+        h = (h.rotate_left(5)
+            ^ (self.fid as u64 | ((self.completes as u64) << 16) | ((self.role as u64) << 32)))
+            .wrapping_mul(K);
+        h = (h.rotate_left(5) ^ self.post_ra as u64).wrapping_mul(K);
+        h
+    }
+}
+
+/// One key's statistics, durations in raw timer units.
+pub struct Agg {
+    pub key: Key,
+    pub count: u64,
+    pub sum: u64,
+    pub min: u64,
+    pub max: u64,
+    /// Sum of max(0, t - tmax) (raw units), when `tmax` is known.
+    pub over: u64,
+    /// tmax in raw units, `u64::MAX` when there is none.
+    pub tmax: u64,
+    pub tmax_s: Option<(f64, bool)>,
+    /// Dense histogram: (count, sum) of buckets `lo..lo + hist.len()`.
+    pub hist_lo: u32,
+    pub hist: Vec<[u64; 2]>,
+}
+
+impl Agg {
+    fn new(key: Key) -> Agg {
+        let tmax_s = if key.fid == FID_OTHER {
+            None
+        } else {
+            crate::profile_hook::tmax(
+                FN_NAMES.get(key.fid as usize).copied().unwrap_or("?"),
+                key.p,
+                key.bytes,
+                role_name(key.role),
+            )
+        };
+        let tmax = match tmax_s {
+            Some((t, _)) if t.is_finite() && t >= 0.0 => {
+                let u = crate::timer::unit_quick();
+                if u > 0.0 {
+                    (t / u) as u64
+                } else {
+                    u64::MAX
+                }
+            }
+            _ => u64::MAX,
+        };
+        Agg {
+            key,
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+            over: 0,
+            tmax,
+            tmax_s,
+            hist_lo: 0,
+            hist: Vec::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn add(&mut self, dt: u64) {
+        self.count += 1;
+        self.sum = self.sum.wrapping_add(dt);
+        self.min = self.min.min(dt);
+        self.max = self.max.max(dt);
+        if self.tmax != u64::MAX {
+            self.over = self.over.wrapping_add(dt.saturating_sub(self.tmax));
+        }
+        let i = bucket_index(dt) as u32;
+        match self.hist.get_mut(i.wrapping_sub(self.hist_lo) as usize) {
+            Some(b) => {
+                b[0] += 1;
+                b[1] = b[1].wrapping_add(dt);
+            }
+            None => self.grow(i, dt),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, i: u32, dt: u64) {
+        if self.hist.is_empty() {
+            self.hist_lo = i;
+            self.hist.push([1, dt]);
+            return;
+        }
+        if i < self.hist_lo {
+            let extra = (self.hist_lo - i) as usize;
+            let mut v = Vec::with_capacity(self.hist.len() + extra);
+            v.resize(extra, [0, 0]);
+            v.extend_from_slice(&self.hist);
+            self.hist = v;
+            self.hist_lo = i;
+        } else {
+            let len = (i - self.hist_lo) as usize + 1;
+            self.hist.resize(len, [0, 0]);
+        }
+        if let Some(b) = self.hist.get_mut((i - self.hist_lo) as usize) {
+            b[0] += 1;
+            b[1] = b[1].wrapping_add(dt);
+        }
+    }
+
+    pub fn reset(&mut self) {
+        self.count = 0;
+        self.sum = 0;
+        self.min = u64::MAX;
+        self.max = 0;
+        self.over = 0;
+        self.hist.clear();
+        self.hist_lo = 0;
+    }
+}
+
+pub fn role_name(r: u8) -> Option<&'static str> {
+    match r {
+        ROLE_ROOT => Some("root"),
+        ROLE_NONROOT => Some("nonroot"),
+        _ => None,
+    }
+}
+
+/// Open-addressing table of keys (linear probing, no deletion), capped.
+pub struct Table {
+    slots: Box<[u32]>,
+    shift: u32,
+    pub entries: Vec<Agg>,
+    cap: usize,
+    last: usize,
+    /// Index of the fold entry, once created.
+    other: usize,
+    pub folded_calls: u64,
+    fold_bits: Vec<u64>,
+}
+
+const FOLD_BITS: usize = 1 << 16;
+
+impl Table {
+    fn new(cap: usize) -> Table {
+        let cap = cap.clamp(1, 1 << 24);
+        let nslots = (cap * 2).next_power_of_two().max(16);
+        Table {
+            slots: vec![0u32; nslots].into_boxed_slice(),
+            shift: 64 - nslots.trailing_zeros(),
+            entries: Vec::with_capacity(cap + 1),
+            cap,
+            last: usize::MAX,
+            other: usize::MAX,
+            folded_calls: 0,
+            fold_bits: Vec::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn add(&mut self, key: &Key, dt: u64) {
+        if let Some(e) = self.entries.get_mut(self.last) {
+            if e.key == *key {
+                e.add(dt);
+                return;
+            }
+        }
+        self.add_slow(key, dt)
+    }
+
+    #[inline(never)]
+    fn add_slow(&mut self, key: &Key, dt: u64) {
+        let h = key.hash();
+        let mask = self.slots.len() - 1;
+        let mut i = (h >> self.shift) as usize;
+        loop {
+            let s = match self.slots.get(i & mask) {
+                Some(&s) => s,
+                None => return,
+            };
+            if s == 0 {
+                break;
+            }
+            let idx = s as usize - 1;
+            if let Some(e) = self.entries.get_mut(idx) {
+                if e.key == *key {
+                    e.add(dt);
+                    self.last = idx;
+                    return;
+                }
+            }
+            i += 1;
+        }
+        // A new key.
+        if self.entries.len() < self.cap {
+            let idx = self.entries.len();
+            self.entries.push(Agg::new(*key));
+            if let Some(slot) = self.slots.get_mut(i & mask) {
+                *slot = idx as u32 + 1;
+            }
+            if let Some(e) = self.entries.get_mut(idx) {
+                e.add(dt);
+            }
+            self.last = idx;
+            return;
+        }
+        self.fold(h, dt);
+    }
+
+    #[cold]
+    fn fold(&mut self, h: u64, dt: u64) {
+        if self.other == usize::MAX {
+            self.other = self.entries.len();
+            self.entries.push(Agg::new(Key {
+                ra: 0,
+                post_ra: 0,
+                bytes: 0,
+                p: 0,
+                peer: NONE_PEER,
+                fid: FID_OTHER,
+                completes: NONE_FN,
+                role: ROLE_NONE,
+            }));
+        }
+        if let Some(e) = self.entries.get_mut(self.other) {
+            e.add(dt);
+        }
+        self.folded_calls += 1;
+        if self.fold_bits.is_empty() {
+            self.fold_bits = vec![0u64; FOLD_BITS / 64];
+        }
+        let b = (h as usize) & (FOLD_BITS - 1);
+        if let Some(w) = self.fold_bits.get_mut(b / 64) {
+            *w |= 1 << (b % 64);
+        }
+    }
+
+    /// Estimated number of distinct folded keys (linear counting).
+    pub fn folded_keys(&self) -> u64 {
+        if self.fold_bits.is_empty() {
+            return 0;
+        }
+        let set: u64 = self.fold_bits.iter().map(|w| w.count_ones() as u64).sum();
+        let m = FOLD_BITS as f64;
+        let zero = (FOLD_BITS as u64 - set).max(1) as f64;
+        (m * (m / zero).ln()).round() as u64
+    }
+
+    fn clear(&mut self) {
+        self.slots.iter_mut().for_each(|s| *s = 0);
+        self.entries.clear();
+        self.last = usize::MAX;
+        self.other = usize::MAX;
+        self.folded_calls = 0;
+        self.fold_bits.clear();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Communicators
+// ---------------------------------------------------------------------------
+
+/// What an event needs of its communicator.
+#[derive(Clone, Copy)]
+pub struct CommInfo {
+    /// Local group size (`MPI_Comm_size`).
+    pub size: u32,
+    /// Size of the group peers are ranks of (the remote group of an
+    /// intercommunicator, else `size`).
+    pub rsize: u32,
+    /// This process's rank in the local group.
+    pub rank: i32,
+    pub inter: bool,
+    /// 0: the world, 1: self, 2: other (translate through `slot`).
+    kind: u8,
+    slot: u8,
+}
+
+const COMM_SLOTS: usize = 32;
+
+struct CommEntry {
+    handle: usize,
+    info: CommInfo,
+    world: Box<[i32]>,
+    deg: Option<(u32, u32)>,
+}
+
+pub struct CommCache {
+    epoch: u32,
+    entries: Vec<CommEntry>,
+    next_victim: usize,
+}
+
+static WORLD_INFO_SIZE: AtomicU32 = AtomicU32::new(0);
+
+/// Records the world's geometry and group at init (with the guard held).
+pub fn init_world(rank: i32, size: i32) {
+    WORLD_RANK.store(rank.max(0) as u32, Relaxed);
+    WORLD_SIZE.store(size.max(0) as u32, Relaxed);
+    WORLD_INFO_SIZE.store(size.max(0) as u32, Relaxed);
+    let mut g: MaybeUninit<MPI_Group> = MaybeUninit::uninit();
+    // SAFETY: plain PMPI call with valid out-pointer.
+    unsafe {
+        if PMPI_Comm_group(consts::comm_world(), g.as_mut_ptr()) == 0 {
+            WORLD_GROUP.store(g.assume_init().bits(), Relaxed);
+        }
+    }
+}
+
+#[cfg(mpi_handles_are_pointers)]
+fn world_group() -> MPI_Group {
+    WORLD_GROUP.load(Relaxed) as MPI_Group
+}
+#[cfg(not(mpi_handles_are_pointers))]
+fn world_group() -> MPI_Group {
+    WORLD_GROUP.load(Relaxed) as u32 as i32 as MPI_Group
+}
+
+impl CommCache {
+    fn new() -> CommCache {
+        CommCache {
+            epoch: COMM_EPOCH.load(Relaxed),
+            entries: Vec::new(),
+            next_victim: 0,
+        }
+    }
+
+    fn lookup(&mut self, comm: MPI_Comm) -> CommInfo {
+        let h = comm.bits();
+        if h == consts::comm_world().bits() {
+            let s = WORLD_INFO_SIZE.load(Relaxed);
+            return CommInfo {
+                size: s,
+                rsize: s,
+                rank: WORLD_RANK.load(Relaxed) as i32,
+                inter: false,
+                kind: 0,
+                slot: 0,
+            };
+        }
+        if h == consts::comm_self().bits() {
+            return CommInfo {
+                size: 1,
+                rsize: 1,
+                rank: 0,
+                inter: false,
+                kind: 1,
+                slot: 0,
+            };
+        }
+        let e = COMM_EPOCH.load(Relaxed);
+        if e != self.epoch {
+            self.entries.clear();
+            self.epoch = e;
+        }
+        for (i, c) in self.entries.iter().enumerate() {
+            if c.handle == h {
+                let mut info = c.info;
+                info.slot = i as u8;
+                return info;
+            }
+        }
+        self.insert(comm)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn insert(&mut self, comm: MPI_Comm) -> CommInfo {
+        let mut info = CommInfo {
+            size: 0,
+            rsize: 0,
+            rank: -1,
+            inter: false,
+            kind: 2,
+            slot: 0,
+        };
+        let mut world: Vec<i32> = Vec::new();
+        // SAFETY: PMPI calls on a communicator the just-successful call used.
+        unsafe {
+            let (mut inter, mut size, mut rank) = (0i32, 0i32, -1i32);
+            PMPI_Comm_test_inter(comm, &mut inter);
+            PMPI_Comm_size(comm, &mut size);
+            PMPI_Comm_rank(comm, &mut rank);
+            info.inter = inter != 0;
+            info.size = size.max(0) as u32;
+            info.rank = rank;
+            let mut rsize = size;
+            let mut group: MaybeUninit<MPI_Group> = MaybeUninit::uninit();
+            let ok = if info.inter {
+                PMPI_Comm_remote_size(comm, &mut rsize);
+                PMPI_Comm_remote_group(comm, group.as_mut_ptr())
+            } else {
+                PMPI_Comm_group(comm, group.as_mut_ptr())
+            };
+            info.rsize = rsize.max(0) as u32;
+            if ok == 0 && rsize > 0 {
+                let mut group = group.assume_init();
+                let ranks: Vec<i32> = (0..rsize).collect();
+                world = vec![NONE_PEER; rsize as usize];
+                if PMPI_Group_translate_ranks(
+                    group,
+                    rsize,
+                    ranks.as_ptr(),
+                    world_group(),
+                    world.as_mut_ptr(),
+                ) != 0
+                {
+                    world.clear();
+                }
+                for w in world.iter_mut() {
+                    if *w < 0 {
+                        *w = NONE_PEER;
+                    }
+                }
+                PMPI_Group_free(&mut group);
+            }
+        }
+        let entry = CommEntry {
+            handle: comm.bits(),
+            info,
+            world: world.into_boxed_slice(),
+            deg: None,
+        };
+        let slot = if self.entries.len() < COMM_SLOTS {
+            self.entries.push(entry);
+            self.entries.len() - 1
+        } else {
+            let v = self.next_victim % COMM_SLOTS;
+            self.next_victim = self.next_victim.wrapping_add(1);
+            if let Some(e) = self.entries.get_mut(v) {
+                *e = entry;
+            }
+            v
+        };
+        info.slot = slot as u8;
+        info
+    }
+
+    #[inline(always)]
+    fn world_rank(&self, info: &CommInfo, r: i32) -> i32 {
+        if r < 0 {
+            return NONE_PEER;
+        }
+        match info.kind {
+            0 => r,
+            1 => WORLD_RANK.load(Relaxed) as i32,
+            _ => self
+                .entries
+                .get(info.slot as usize)
+                .and_then(|e| e.world.get(r as usize).copied())
+                .unwrap_or(NONE_PEER),
+        }
+    }
+
+    /// Translation through what is already cached (no MPI call).
+    fn translate_cached(&self, handle: usize, r: i32) -> i32 {
+        if r < 0 || handle == 0 {
+            return NONE_PEER;
+        }
+        if handle == consts::comm_world().bits() {
+            return r;
+        }
+        if handle == consts::comm_self().bits() {
+            return WORLD_RANK.load(Relaxed) as i32;
+        }
+        if self.epoch != COMM_EPOCH.load(Relaxed) {
+            return NONE_PEER;
+        }
+        self.entries
+            .iter()
+            .find(|e| e.handle == handle)
+            .and_then(|e| e.world.get(r as usize).copied())
+            .unwrap_or(NONE_PEER)
+    }
+
+    fn degrees(&mut self, comm: MPI_Comm, info: &CommInfo) -> (u32, u32) {
+        if info.kind != 2 {
+            return (0, 0);
+        }
+        if let Some(d) = self.entries.get(info.slot as usize).and_then(|e| e.deg) {
+            return d;
+        }
+        let (mut indeg, mut outdeg) = (0i32, 0i32);
+        // SAFETY: PMPI calls on a valid topology communicator.
+        unsafe {
+            let mut topo = 0i32;
+            PMPI_Topo_test(comm, &mut topo);
+            if topo == MPI_DIST_GRAPH as i32 {
+                let mut weighted = 0;
+                PMPI_Dist_graph_neighbors_count(comm, &mut indeg, &mut outdeg, &mut weighted);
+            } else if topo == MPI_GRAPH as i32 {
+                PMPI_Graph_neighbors_count(comm, info.rank, &mut indeg);
+                outdeg = indeg;
+            } else if topo == MPI_CART as i32 {
+                let mut nd = 0;
+                PMPI_Cartdim_get(comm, &mut nd);
+                indeg = 2 * nd;
+                outdeg = indeg;
+            }
+        }
+        let d = (indeg.max(0) as u32, outdeg.max(0) as u32);
+        if let Some(e) = self.entries.get_mut(info.slot as usize) {
+            e.deg = Some(d);
+        }
+        d
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Datatype sizes
+// ---------------------------------------------------------------------------
+
+const TYPE_SLOTS: usize = 64;
+
+pub struct TypeCache {
+    epoch: u32,
+    slots: [(usize, u64); TYPE_SLOTS],
+}
+
+impl TypeCache {
+    fn new() -> TypeCache {
+        TypeCache {
+            epoch: TYPE_EPOCH.load(Relaxed),
+            slots: [(0, 0); TYPE_SLOTS],
+        }
+    }
+
+    #[inline(always)]
+    fn size(&mut self, dt: MPI_Datatype) -> u64 {
+        let h = dt.bits();
+        let e = TYPE_EPOCH.load(Relaxed);
+        if e != self.epoch {
+            self.slots = [(0, 0); TYPE_SLOTS];
+            self.epoch = e;
+        }
+        let i = ((h >> 4) ^ (h >> 10)) & (TYPE_SLOTS - 1);
+        if let Some(s) = self.slots.get(i) {
+            if s.0 == h && h != 0 {
+                return s.1;
+            }
+        }
+        self.miss(dt, i)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn miss(&mut self, dt: MPI_Datatype, i: usize) -> u64 {
+        let mut sz: MPI_Count = 0;
+        // SAFETY: the datatype is significant for a call that just succeeded.
+        let ok = unsafe { PMPI_Type_size_x(dt, &mut sz) } == 0;
+        let sz = if ok && sz > 0 { sz as u64 } else { 0 };
+        if ok {
+            if let Some(s) = self.slots.get_mut(i) {
+                *s = (dt.bits(), sz);
+            }
+        }
+        sz
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Requests
+// ---------------------------------------------------------------------------
+
+/// What a pending request was posted as.
+#[derive(Clone, Copy)]
+pub struct ReqInfo {
+    pub handle: usize,
+    /// The posting communicator (bits), to translate a status's source.
+    pub comm: usize,
+    pub ra: usize,
+    pub bytes: u64,
+    pub p: u32,
+    pub peer: i32,
+    pub fid: u16,
+    pub persistent: bool,
+    pub recv: bool,
+}
+
+const REQ_SLOTS: usize = 1 << 13;
+
+/// Open addressing, linear probing with backward-shift deletion; a post that
+/// finds the table full is simply not remembered (its completion then has no
+/// `completes`).
+pub struct ReqMap {
+    slots: Vec<ReqInfo>,
+    len: usize,
+}
+
+impl ReqMap {
+    fn new() -> ReqMap {
+        ReqMap {
+            slots: Vec::new(),
+            len: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn home(h: usize) -> usize {
+        ((h as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 51) as usize & (REQ_SLOTS - 1)
+    }
+
+    fn insert(&mut self, r: ReqInfo) {
+        if self.slots.is_empty() {
+            self.slots = vec![
+                ReqInfo {
+                    handle: 0,
+                    comm: 0,
+                    ra: 0,
+                    bytes: 0,
+                    p: 0,
+                    peer: 0,
+                    fid: 0,
+                    persistent: false,
+                    recv: false
+                };
+                REQ_SLOTS
+            ];
+        }
+        let mut i = Self::home(r.handle);
+        for _ in 0..REQ_SLOTS {
+            let Some(s) = self.slots.get_mut(i) else {
+                return;
+            };
+            if s.handle == 0 {
+                if self.len + 1 >= REQ_SLOTS * 7 / 8 {
+                    return;
+                }
+                *s = r;
+                self.len += 1;
+                return;
+            }
+            if s.handle == r.handle {
+                *s = r;
+                return;
+            }
+            i = (i + 1) & (REQ_SLOTS - 1);
+        }
+    }
+
+    fn find(&self, h: usize) -> Option<usize> {
+        if self.slots.is_empty() || h == 0 {
+            return None;
+        }
+        let mut i = Self::home(h);
+        for _ in 0..REQ_SLOTS {
+            let s = self.slots.get(i)?;
+            if s.handle == 0 {
+                return None;
+            }
+            if s.handle == h {
+                return Some(i);
+            }
+            i = (i + 1) & (REQ_SLOTS - 1);
+        }
+        None
+    }
+
+    fn remove_at(&mut self, mut i: usize) {
+        // Backward-shift deletion keeps probe chains intact.
+        let mask = REQ_SLOTS - 1;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let Some(&s) = self.slots.get(j) else { break };
+            if s.handle == 0 {
+                break;
+            }
+            let k = Self::home(s.handle);
+            // Move s to i if its home is not cyclically in (i, j].
+            let in_range = if i <= j {
+                i < k && k <= j
+            } else {
+                i < k || k <= j
+            };
+            if !in_range {
+                if let Some(d) = self.slots.get_mut(i) {
+                    *d = s;
+                }
+                i = j;
+            }
+        }
+        if let Some(d) = self.slots.get_mut(i) {
+            d.handle = 0;
+        }
+        self.len = self.len.saturating_sub(1);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Per-thread state
+// ---------------------------------------------------------------------------
+
+pub struct ThreadState {
+    next: *mut ThreadState,
+    /// The `STATE` word this thread last saw (reset epoch).
+    seen: u32,
+    /// Set while the thread updates its aggregates (the writer waits a little).
+    pub updating: AtomicBool,
+    /// Calls and time per function id.
+    pub funcs: Box<[[u64; 2]]>,
+    pub table: Table,
+    comms: CommCache,
+    types: TypeCache,
+    reqs: ReqMap,
+    snap: Vec<usize>,
+    statuses: Vec<MPI_Status>,
+}
+
+impl ThreadState {
+    #[cold]
+    #[inline(never)]
+    fn create() -> *mut ThreadState {
+        let ts = Box::new(ThreadState {
+            next: null_mut(),
+            seen: STATE.load(Relaxed),
+            updating: AtomicBool::new(false),
+            funcs: vec![[0u64; 2]; NFUNCS + 1].into_boxed_slice(),
+            table: Table::new(MAX_KEYS.load(Relaxed) as usize),
+            comms: CommCache::new(),
+            types: TypeCache::new(),
+            reqs: ReqMap::new(),
+            snap: Vec::new(),
+            statuses: Vec::new(),
+        });
+        let p = Box::into_raw(ts);
+        let mut head = THREADS.load(Acquire);
+        loop {
+            // SAFETY: p is ours until published.
+            unsafe { (*p).next = head };
+            match THREADS.compare_exchange_weak(head, p, AcqRel, Acquire) {
+                Ok(_) => break,
+                Err(h) => head = h,
+            }
+        }
+        p
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn sync(&mut self, st: u32) {
+        if st >> 8 != self.seen >> 8 {
+            self.reset();
+        }
+        self.seen = st;
+    }
+
+    /// Forgets everything recorded (`MPI_Pcontrol(2)`, init-time measurement).
+    pub fn reset(&mut self) {
+        self.funcs.iter_mut().for_each(|f| *f = [0, 0]);
+        self.table.clear();
+    }
+
+    /// Whether this thread's data belongs to the current reset epoch.
+    pub fn current(&self) -> bool {
+        self.seen >> 8 == STATE.load(Relaxed) >> 8
+    }
+}
+
+/// Every thread state ever created.
+pub fn threads() -> Vec<*mut ThreadState> {
+    let mut v = Vec::new();
+    let mut p = THREADS.load(Acquire);
+    while !p.is_null() {
+        v.push(p);
+        // SAFETY: states are never freed.
+        p = unsafe { (*p).next };
+    }
+    v
+}
+
+// ---------------------------------------------------------------------------
+// The event being recorded
+// ---------------------------------------------------------------------------
+
+/// What a wrapper found out about one call.
+pub struct Ev {
+    pub fid: u16,
+    pub role: u8,
+    pub peer: i32,
+    pub p: u32,
+    pub sent: u64,
+    pub recvd: u64,
+    pub completes: u16,
+    pub post_ra: usize,
+    /// Completions seen so far (for merging several into one key).
+    pub n_done: u32,
+}
+
+impl Ev {
+    #[inline(always)]
+    pub fn new(fid: u16) -> Ev {
+        Ev {
+            fid,
+            role: ROLE_NONE,
+            peer: NONE_PEER,
+            p: 0,
+            sent: 0,
+            recvd: 0,
+            completes: NONE_FN,
+            post_ra: 0,
+            n_done: 0,
+        }
+    }
+}
+
+/// A status for the call when the caller passed `MPI_STATUS_IGNORE`.
+pub struct StatusSlot(MaybeUninit<MPI_Status>);
+
+impl StatusSlot {
+    #[inline(always)]
+    pub fn new() -> StatusSlot {
+        StatusSlot(MaybeUninit::zeroed())
+    }
+    #[inline(always)]
+    pub fn or(&mut self, status: *mut MPI_Status) -> *mut MPI_Status {
+        if status == consts::status_ignore() || status.is_null() {
+            self.0.as_mut_ptr()
+        } else {
+            status
+        }
+    }
+}
+
+impl Default for StatusSlot {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Source rank of a status (in the communicator's group).
+///
+/// # Safety
+/// `st` is null or points to a status MPI filled.
+#[inline(always)]
+pub unsafe fn status_source(st: *const MPI_Status) -> i32 {
+    if st.is_null() {
+        return MPI_PROC_NULL;
+    }
+    (*st).MPI_SOURCE
+}
+
+/// Bytes received according to a status.
+///
+/// # Safety
+/// `st` is null or points to a status MPI filled.
+#[inline(always)]
+pub unsafe fn status_bytes(st: *const MPI_Status) -> Option<u64> {
+    if st.is_null() {
+        return None;
+    }
+    #[cfg(mpi_flavor = "openmpi")]
+    {
+        Some((*st)._ucount as u64)
+    }
+    #[cfg(not(mpi_flavor = "openmpi"))]
+    {
+        let mut c: MPI_Count = 0;
+        if PMPI_Get_elements_x(st, consts::byte(), &mut c) == 0 && c >= 0 {
+            Some(c as u64)
+        } else {
+            None
+        }
+    }
+}
+
+/// Sum of `counts[0..n]` (null-safe).
+///
+/// # Safety
+/// `counts` is null or points to at least `n` counts.
+#[inline]
+pub unsafe fn sum_counts<T: ToCount>(counts: *const T, n: u32) -> u64 {
+    if counts.is_null() {
+        return 0;
+    }
+    let mut s = 0u64;
+    for i in 0..n as usize {
+        s = s.saturating_add((*counts.add(i)).cnt());
+    }
+    s
+}
+
+/// `counts[i]`, null- and range-safe.
+///
+/// # Safety
+/// `counts` is null or points to at least `n` counts.
+#[inline]
+pub unsafe fn nth_count<T: ToCount>(counts: *const T, i: i32, n: u32) -> u64 {
+    if counts.is_null() || i < 0 || i as u32 >= n {
+        return 0;
+    }
+    (*counts.add(i as usize)).cnt()
+}
+
+impl Guard {
+    #[inline(always)]
+    fn ts(&mut self) -> &mut ThreadState {
+        // SAFETY: the state belongs to this thread and is never freed.
+        unsafe { &mut *self.ts.as_ptr() }
+    }
+
+    /// Communicator facts (cached per thread).
+    #[inline(always)]
+    pub fn comm(&mut self, comm: MPI_Comm) -> CommInfo {
+        self.ts().comms.lookup(comm)
+    }
+
+    /// A rank of `comm` (`info`) as a rank of the world; `MPI_PROC_NULL`,
+    /// `MPI_ANY_SOURCE` and invalid ranks give no peer.
+    #[inline(always)]
+    pub fn world_rank(&mut self, info: &CommInfo, r: i32) -> i32 {
+        self.ts().comms.world_rank(info, r)
+    }
+
+    /// (in, out) degrees of a topology communicator.
+    pub fn degrees(&mut self, comm: MPI_Comm, info: &CommInfo) -> (u32, u32) {
+        self.ts().comms.degrees(comm, info)
+    }
+
+    /// `PMPI_Type_size_x`, cached per thread; 0 for count 0 (the datatype
+    /// may then be anything).
+    #[inline(always)]
+    pub fn bytes(&mut self, count: u64, dt: MPI_Datatype) -> u64 {
+        if count == 0 {
+            return 0;
+        }
+        count.saturating_mul(self.ts().types.size(dt))
+    }
+
+    /// Sum of `counts[i] * size(types[i])` for `i < n` (`Alltoallw`).
+    ///
+    /// # Safety
+    /// Both arrays are null or hold at least `n` elements.
+    pub unsafe fn wbytes<T: ToCount>(
+        &mut self,
+        counts: *const T,
+        types: *const MPI_Datatype,
+        n: u32,
+    ) -> u64 {
+        if counts.is_null() || types.is_null() {
+            return 0;
+        }
+        let mut s = 0u64;
+        for i in 0..n as usize {
+            let c = (*counts.add(i)).cnt();
+            if c > 0 {
+                s = s.saturating_add(self.bytes(c, *types.add(i)));
+            }
+        }
+        s
+    }
+
+    /// Role of this rank for a rooted collective.
+    #[inline(always)]
+    pub fn role(&self, info: &CommInfo, root: i32) -> u8 {
+        if info.inter {
+            if root == MPI_ROOT {
+                ROLE_ROOT
+            } else {
+                ROLE_NONROOT
+            }
+        } else if root == info.rank {
+            ROLE_ROOT
+        } else {
+            ROLE_NONROOT
+        }
+    }
+
+    /// Records a plain (non-event) call.
+    #[inline(always)]
+    pub fn plain(&mut self, fid: u16, dt: u64) {
+        if let Some(f) = self.ts().funcs.get_mut(fid as usize) {
+            f[0] += 1;
+            f[1] = f[1].wrapping_add(dt);
+        }
+    }
+
+    /// Records an event under its key.
+    #[inline(always)]
+    pub fn event(&mut self, ra: usize, ev: &Ev, dt: u64) {
+        let depth = DEPTH.load(Relaxed);
+        let ra = if depth <= 1 { ra } else { unwound_site(depth) };
+        let ts = self.ts();
+        ts.updating.store(true, Relaxed);
+        if let Some(f) = ts.funcs.get_mut(ev.fid as usize) {
+            f[0] += 1;
+            f[1] = f[1].wrapping_add(dt);
+        }
+        let (completes, post_ra) = match ev.completes {
+            MIXED_FN => (NONE_FN, 0),
+            c => (c, ev.post_ra),
+        };
+        let key = Key {
+            ra,
+            post_ra,
+            bytes: ev.sent.max(ev.recvd),
+            p: ev.p,
+            peer: ev.peer,
+            fid: ev.fid,
+            completes,
+            role: ev.role,
+        };
+        ts.table.add(&key, dt);
+        ts.updating.store(false, Relaxed);
+    }
+
+    // ---- requests ----------------------------------------------------------
+
+    /// Remembers a request a posting call created.
+    #[inline]
+    pub fn post(
+        &mut self,
+        ev: &Ev,
+        comm: usize,
+        req: usize,
+        persistent: bool,
+        recv: bool,
+        ra: usize,
+    ) {
+        if req == 0 || req == consts::request_null().bits() {
+            return;
+        }
+        let depth = DEPTH.load(Relaxed);
+        let ra = if depth <= 1 { ra } else { unwound_site(depth) };
+        self.ts().reqs.insert(ReqInfo {
+            handle: req,
+            comm,
+            ra,
+            bytes: ev.sent.max(ev.recvd),
+            p: ev.p,
+            peer: ev.peer,
+            fid: ev.fid,
+            persistent,
+            recv,
+        });
+    }
+
+    /// `MPI_Request_free`: forget the request.
+    pub fn forget(&mut self, req: usize) {
+        let m = &mut self.ts().reqs;
+        if let Some(i) = m.find(req) {
+            m.remove_at(i);
+        }
+    }
+
+    /// `MPI_Start(all)`: the event gets the persistent request's bytes, peer
+    /// and p, with `completes` = the `*_init` function and `post_site` = its
+    /// site; the request's posting site becomes this call's.
+    pub fn start(&mut self, ev: &mut Ev, req: usize, ra: usize) {
+        let depth = DEPTH.load(Relaxed);
+        let m = &mut self.ts().reqs;
+        if let Some(i) = m.find(req) {
+            if let Some(s) = m.slots.get_mut(i) {
+                // The event names the *_init call and its site; later
+                // completions name this start as the posting site.
+                let init = *s;
+                s.ra = if depth <= 1 { ra } else { unwound_site(depth) };
+                merge_done(ev, &init, init.bytes, init.peer);
+            }
+        }
+    }
+
+    /// A completed request: merges what it was into the event and forgets
+    /// it unless persistent. `st` is its status (may be null).
+    ///
+    /// # Safety
+    /// `st` is null or points to a status MPI filled.
+    pub unsafe fn complete(&mut self, ev: &mut Ev, req: usize, st: *const MPI_Status) {
+        let m = &mut self.ts().reqs;
+        let Some(i) = m.find(req) else {
+            ev.completes = if ev.n_done == 0 { NONE_FN } else { MIXED_FN };
+            ev.n_done += 1;
+            return;
+        };
+        let Some(&r) = m.slots.get(i) else { return };
+        if !r.persistent {
+            m.remove_at(i);
+        }
+        let (mut bytes, mut peer) = (r.bytes, r.peer);
+        if r.recv && !st.is_null() {
+            if let Some(b) = status_bytes(st) {
+                bytes = b;
+            }
+            if peer == NONE_PEER {
+                // Posted with MPI_ANY_SOURCE: the status says who, as a rank
+                // of the posting communicator (translated without calling MPI:
+                // the communicator may be gone by now).
+                peer = self.ts().comms.translate_cached(r.comm, status_source(st));
+            }
+        }
+        merge_done(ev, &r, bytes, peer);
+    }
+
+    /// Copies `n` request handles (they become `MPI_REQUEST_NULL` as they
+    /// complete).
+    ///
+    /// # Safety
+    /// `reqs` is null or points to at least `n` requests.
+    pub unsafe fn snap(&mut self, n: i32, reqs: *const MPI_Request) {
+        let ts = self.ts();
+        ts.snap.clear();
+        if reqs.is_null() || n <= 0 {
+            return;
+        }
+        ts.snap.reserve(n as usize);
+        for i in 0..n as usize {
+            ts.snap.push((*reqs.add(i)).bits());
+        }
+    }
+
+    #[inline]
+    pub fn snapped(&mut self, i: i32) -> usize {
+        if i < 0 {
+            return 0;
+        }
+        self.ts().snap.get(i as usize).copied().unwrap_or(0)
+    }
+
+    /// Statuses for `n` requests: the caller's, or the tool's own when the
+    /// caller passed `MPI_STATUSES_IGNORE`.
+    pub fn statuses(&mut self, n: i32, statuses: *mut MPI_Status) -> *mut MPI_Status {
+        if statuses != consts::statuses_ignore() && !statuses.is_null() {
+            return statuses;
+        }
+        let ts = self.ts();
+        let n = n.max(1) as usize;
+        if ts.statuses.len() < n {
+            // SAFETY: MPI_Status is plain old data.
+            ts.statuses.resize(n, unsafe { std::mem::zeroed() });
+        }
+        ts.statuses.as_mut_ptr()
+    }
+}
+
+fn merge_done(ev: &mut Ev, r: &ReqInfo, bytes: u64, peer: i32) {
+    if ev.n_done == 0 {
+        ev.completes = r.fid;
+        ev.post_ra = r.ra;
+        ev.peer = peer;
+        ev.p = r.p;
+        ev.sent = bytes;
+    } else {
+        if ev.completes != r.fid || ev.post_ra != r.ra {
+            ev.completes = MIXED_FN;
+            ev.post_ra = 0;
+        }
+        if ev.peer != peer {
+            ev.peer = NONE_PEER;
+        }
+        if ev.p != r.p {
+            ev.p = 0;
+        }
+        ev.sent = ev.sent.saturating_add(bytes);
+    }
+    ev.n_done += 1;
+}
+
+/// Communicator / datatype freed: per-thread caches must forget handles.
+pub fn comm_freed() {
+    COMM_EPOCH.fetch_add(1, Relaxed);
+}
+pub fn type_freed() {
+    TYPE_EPOCH.fetch_add(1, Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpiover_common::histogram::Histogram;
+
+    fn key(ra: usize, bytes: u64) -> Key {
+        Key {
+            ra,
+            post_ra: 0,
+            bytes,
+            p: 2,
+            peer: 1,
+            fid: 3,
+            completes: NONE_FN,
+            role: ROLE_NONE,
+        }
+    }
+
+    #[test]
+    fn table_aggregates_and_folds_past_the_cap() {
+        let mut t = Table::new(4);
+        for i in 0..100u64 {
+            t.add(&key(0x1000 + (i % 6) as usize, 8), 100 + i);
+        }
+        // 4 keys fit; the other 2 fold.
+        assert_eq!(t.entries.len(), 5);
+        let other = t
+            .entries
+            .iter()
+            .find(|e| e.key.fid == FID_OTHER)
+            .expect("fold entry");
+        assert_eq!(other.count, t.folded_calls);
+        assert_eq!(t.folded_calls, 100 - 4 * 17);
+        assert_eq!(t.folded_keys(), 2);
+        let total: u64 = t.entries.iter().map(|e| e.count).sum();
+        assert_eq!(total, 100);
+        let e = &t.entries[0];
+        assert_eq!((e.min, e.max, e.count), (100, 196, 17));
+    }
+
+    #[test]
+    fn dense_histogram_matches_the_sparse_one() {
+        let mut t = Table::new(8);
+        let mut h = Histogram::default();
+        let mut x = 12345u64;
+        for _ in 0..5000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = x % 1_000_000 + (x >> 60);
+            t.add(&key(1, 1), v);
+            h.record(v);
+        }
+        let a = &t.entries[0];
+        let buckets: Vec<_> = a
+            .hist
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b[0] > 0)
+            .map(|(i, b)| mpiover_common::histogram::Bucket(a.hist_lo + i as u32, b[0], b[1]))
+            .collect();
+        assert_eq!(buckets, h.buckets);
+    }
+
+    #[test]
+    fn request_map_insert_find_remove() {
+        let mut m = ReqMap::new();
+        let r = |h| ReqInfo {
+            handle: h,
+            comm: 0,
+            ra: h * 2,
+            bytes: 0,
+            p: 0,
+            peer: 0,
+            fid: 0,
+            persistent: false,
+            recv: false,
+        };
+        // Colliding and wrapping probe chains.
+        let hs: Vec<usize> = (1..3000).map(|i| i * 4096 + 8).collect();
+        for &h in &hs {
+            m.insert(r(h));
+        }
+        for (n, &h) in hs.iter().enumerate() {
+            if n % 3 == 0 {
+                let i = m.find(h).expect("present");
+                m.remove_at(i);
+            }
+        }
+        for (n, &h) in hs.iter().enumerate() {
+            let f = m.find(h);
+            assert_eq!(f.is_some(), n % 3 != 0, "handle {h}");
+            if let Some(i) = f {
+                assert_eq!(m.slots[i].ra, h * 2);
+            }
+        }
+        assert_eq!(m.len, hs.len() - hs.len().div_ceil(3));
+    }
+}

@@ -1,0 +1,162 @@
+//! Call-site resolution, done once per distinct address when the record is
+//! written, on the rank that saw the address (ASLR makes addresses
+//! meaningless elsewhere).
+//!
+//! - file, line, enclosing function: `backtrace::resolve` (gimli, inline
+//!   aware). It looks up `ra - 1` itself, so the call instruction's line is
+//!   found, not the next statement's. The innermost frame gives the line; the
+//!   frames it was inlined into go to `inlined_into`.
+//! - module path, GNU build-id, offset from the load bias: `dl_iterate_phdr`,
+//!   for offline resolution (`addr2line -e MODULE OFFSET-1`).
+
+use std::ffi::CStr;
+use std::os::raw::{c_int, c_void};
+use std::sync::atomic::Ordering::Relaxed;
+
+use mpiover_common::record::Site;
+
+/// A loaded object.
+pub struct Obj {
+    pub path: String,
+    pub bias: usize,
+    /// [lo, hi) of its PT_LOAD segments.
+    pub ranges: Vec<(usize, usize)>,
+    pub build_id: Option<String>,
+}
+
+fn note_build_id(mut p: usize, end: usize) -> Option<String> {
+    // Elf64_Nhdr: namesz, descsz, type (u32 each), then name, desc (4-aligned).
+    while p + 12 <= end {
+        // SAFETY: within a loaded PT_NOTE segment.
+        let (namesz, descsz, ty) = unsafe {
+            (
+                std::ptr::read_unaligned(p as *const u32) as usize,
+                std::ptr::read_unaligned((p + 4) as *const u32) as usize,
+                std::ptr::read_unaligned((p + 8) as *const u32),
+            )
+        };
+        let name = p + 12;
+        let desc = name + ((namesz + 3) & !3);
+        let next = desc + ((descsz + 3) & !3);
+        if next > end {
+            return None;
+        }
+        // SAFETY: ranges checked against the segment.
+        let nm = unsafe { std::slice::from_raw_parts(name as *const u8, namesz) };
+        if ty == 3 && nm.starts_with(b"GNU") {
+            let d = unsafe { std::slice::from_raw_parts(desc as *const u8, descsz) };
+            return Some(d.iter().map(|b| format!("{b:02x}")).collect());
+        }
+        p = next;
+    }
+    None
+}
+
+unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+    let objs = &mut *(data as *mut Vec<Obj>);
+    let info = &*info;
+    let bias = info.dlpi_addr as usize;
+    let mut path = if info.dlpi_name.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(info.dlpi_name)
+            .to_string_lossy()
+            .into_owned()
+    };
+    if path.is_empty() && objs.is_empty() {
+        path = std::fs::read_link("/proc/self/exe")
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+    }
+    let mut ranges = Vec::new();
+    let mut build_id = None;
+    for i in 0..info.dlpi_phnum as usize {
+        let ph = &*info.dlpi_phdr.add(i);
+        let lo = bias.wrapping_add(ph.p_vaddr as usize);
+        let hi = lo.wrapping_add(ph.p_memsz as usize);
+        if ph.p_type == libc::PT_LOAD {
+            ranges.push((lo, hi));
+        } else if ph.p_type == libc::PT_NOTE && build_id.is_none() {
+            build_id = note_build_id(lo, hi);
+        }
+    }
+    objs.push(Obj {
+        path,
+        bias,
+        ranges,
+        build_id,
+    });
+    0
+}
+
+/// Every loaded object.
+pub fn objects() -> Vec<Obj> {
+    let mut v: Vec<Obj> = Vec::new();
+    // SAFETY: the callback only reads the phdr info it is given.
+    unsafe { libc::dl_iterate_phdr(Some(each), &mut v as *mut Vec<Obj> as *mut c_void) };
+    v
+}
+
+/// Finds libmpiover's own address range (frames skipped when unwinding).
+pub fn init_self_range() {
+    let me = crate::rt::unwound_site as *const () as usize;
+    for o in objects() {
+        if o.ranges.iter().any(|&(lo, hi)| me >= lo && me < hi) {
+            let lo = o.ranges.iter().map(|r| r.0).min().unwrap_or(0);
+            let hi = o.ranges.iter().map(|r| r.1).max().unwrap_or(0);
+            crate::rt::SELF_LO.store(lo, Relaxed);
+            crate::rt::SELF_HI.store(hi, Relaxed);
+            return;
+        }
+    }
+}
+
+/// Resolves one return address.
+pub fn resolve(id: u32, ra: usize, objs: &[Obj]) -> Site {
+    let mut site = Site {
+        id,
+        address: format!("{ra:#x}"),
+        module: None,
+        build_id: None,
+        offset: None,
+        function: None,
+        file: None,
+        line: None,
+        inlined_into: Vec::new(),
+        note: None,
+    };
+    if ra == 0 {
+        site.note = Some("folded keys (MPIOVER_MAX_KEYS reached) or unknown caller".into());
+        return site;
+    }
+    if let Some(o) = objs
+        .iter()
+        .find(|o| o.ranges.iter().any(|&(lo, hi)| ra >= lo && ra < hi))
+    {
+        site.module = Some(o.path.clone());
+        site.build_id = o.build_id.clone();
+        site.offset = Some(format!("{:#x}", ra.wrapping_sub(o.bias)));
+    }
+    let mut frames: Vec<(Option<String>, Option<String>, Option<u32>)> = Vec::new();
+    // backtrace looks up ra - 1 itself.
+    backtrace::resolve(ra as *mut c_void, |sym| {
+        let name = sym.name().map(|n| n.to_string());
+        let file = sym.filename().map(|f| f.display().to_string());
+        frames.push((name, file, sym.lineno()));
+    });
+    let mut it = frames.into_iter();
+    if let Some((name, file, line)) = it.next() {
+        site.function = name;
+        site.file = file;
+        site.line = line;
+    }
+    for (name, file, line) in it {
+        let f = name.unwrap_or_else(|| "?".into());
+        site.inlined_into.push(match (file, line) {
+            (Some(file), Some(line)) => format!("{f} ({file}:{line})"),
+            (Some(file), None) => format!("{f} ({file})"),
+            _ => f,
+        });
+    }
+    site
+}

@@ -1,0 +1,245 @@
+//! Writing the record: once per process, at `MPI_Finalize` (before
+//! `PMPI_Finalize`), `MPI_Abort`, process exit, or a fatal signal (best
+//! effort). Recording stops first; every thread's aggregates are merged,
+//! call sites resolved, and the JSON goes to a temporary name that is then
+//! renamed to `rank-NNNNNN.json`, so a reader never sees half a file. No MPI
+//! call is made here.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering::*};
+
+use mpiover_common::histogram::{Bucket, Histogram};
+use mpiover_common::record::{self, Entry, Folded, FunctionTotal, Record, Timer, Tool};
+
+use crate::init::INFO;
+use crate::names::{FN_NAMES, NFUNCS};
+use crate::rt::{self, Agg, Key};
+use crate::timer;
+
+pub static WRITTEN: AtomicBool = AtomicBool::new(false);
+
+struct Merged {
+    count: u64,
+    sum: u64,
+    min: u64,
+    max: u64,
+    over: u64,
+    tmax_s: Option<(f64, bool)>,
+    hist: Histogram,
+}
+
+fn sparse(a: &Agg) -> Histogram {
+    let buckets = a
+        .hist
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b[0] > 0)
+        .map(|(i, b)| Bucket(a.hist_lo + i as u32, b[0], b[1]))
+        .collect();
+    Histogram { buckets }
+}
+
+fn name_of(fid: u16) -> String {
+    FN_NAMES
+        .get(fid as usize)
+        .copied()
+        .unwrap_or("other")
+        .to_string()
+}
+
+/// Builds this rank's record from every thread's aggregates.
+pub fn build(finished: &str) -> Option<Record> {
+    let info = INFO.get()?;
+    let unit = timer::unit_s();
+    let end_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let app_time_s = timer::mono_ns().wrapping_sub(info.start_mono_ns) as f64 * 1e-9;
+
+    let me = rt::this_thread_state();
+    let mut funcs = vec![[0u64; 2]; NFUNCS + 1];
+    let mut merged: HashMap<Key, Merged> = HashMap::new();
+    let mut folded = Folded::default();
+    for ts in rt::threads() {
+        // SAFETY: states are never freed. Other threads may still run (best
+        // effort): wait briefly for one in the middle of an update.
+        let ts = unsafe { &*ts };
+        if !std::ptr::eq(ts, me) {
+            let t0 = timer::mono_ns();
+            while ts.updating.load(Acquire) && timer::mono_ns().wrapping_sub(t0) < 5_000_000 {
+                std::hint::spin_loop();
+            }
+        }
+        if !ts.current() {
+            continue; // recorded before an MPI_Pcontrol(2) reset
+        }
+        for (acc, f) in funcs.iter_mut().zip(ts.funcs.iter()) {
+            acc[0] += f[0];
+            acc[1] = acc[1].wrapping_add(f[1]);
+        }
+        folded.calls += ts.table.folded_calls;
+        folded.keys += ts.table.folded_keys();
+        for a in &ts.table.entries {
+            if a.count == 0 {
+                continue;
+            }
+            let h = sparse(a);
+            match merged.get_mut(&a.key) {
+                Some(m) => {
+                    m.count += a.count;
+                    m.sum = m.sum.wrapping_add(a.sum);
+                    m.min = m.min.min(a.min);
+                    m.max = m.max.max(a.max);
+                    m.over = m.over.wrapping_add(a.over);
+                    m.hist.merge(&h);
+                }
+                None => {
+                    merged.insert(
+                        a.key,
+                        Merged {
+                            count: a.count,
+                            sum: a.sum,
+                            min: a.min,
+                            max: a.max,
+                            over: a.over,
+                            tmax_s: a.tmax_s,
+                            hist: h,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    // Sites: every distinct address, numbered in address order.
+    let mut addrs: BTreeMap<usize, u32> = BTreeMap::new();
+    for k in merged.keys() {
+        addrs.insert(k.ra, 0);
+        if k.post_ra != 0 {
+            addrs.insert(k.post_ra, 0);
+        }
+    }
+    for (i, v) in addrs.values_mut().enumerate() {
+        *v = i as u32;
+    }
+    let objs = crate::sites::objects();
+    let sites = addrs
+        .iter()
+        .map(|(&ra, &id)| crate::sites::resolve(id, ra, &objs))
+        .collect();
+
+    let mut entries: Vec<Entry> = merged
+        .into_iter()
+        .map(|(k, m)| Entry {
+            site: addrs.get(&k.ra).copied().unwrap_or(0),
+            function: name_of(k.fid),
+            p: k.p,
+            bytes: k.bytes,
+            peer: (k.peer != rt::NONE_PEER).then_some(k.peer),
+            role: rt::role_name(k.role).map(str::to_string),
+            completes: (k.completes < rt::MIXED_FN).then(|| name_of(k.completes)),
+            post_site: if k.post_ra != 0 {
+                addrs.get(&k.post_ra).copied()
+            } else {
+                None
+            },
+            count: m.count,
+            sum_s: m.sum as f64 * unit,
+            min_s: m.min as f64 * unit,
+            max_s: m.max as f64 * unit,
+            tmax_s: m.tmax_s.map(|t| t.0),
+            overhead_s: m.tmax_s.map(|_| m.over as f64 * unit),
+            tmax_out_of_range: m.tmax_s.is_some_and(|t| t.1),
+            hist: m.hist,
+        })
+        .collect();
+    entries.sort_by(|a, b| b.sum_s.total_cmp(&a.sum_s).then(a.site.cmp(&b.site)));
+
+    let mut functions = Vec::new();
+    let (mut calls, mut ticks) = (0u64, 0u64);
+    for (fid, f) in funcs.iter().enumerate().take(NFUNCS) {
+        if f[0] == 0 {
+            continue;
+        }
+        calls += f[0];
+        ticks = ticks.wrapping_add(f[1]);
+        functions.push(FunctionTotal {
+            function: name_of(fid as u16),
+            calls: f[0],
+            time_s: f[1] as f64 * unit,
+        });
+    }
+    functions.sort_by(|a, b| b.time_s.total_cmp(&a.time_s));
+
+    Some(Record {
+        schema: record::RECORD_SCHEMA.to_string(),
+        run_id: info.run_id.clone(),
+        rank: info.rank,
+        ranks: info.ranks,
+        host: info.host.clone(),
+        pid: info.pid,
+        mpi_library: info.mpi_library.clone(),
+        thread_level: info.thread_level.clone(),
+        command: info.command.clone(),
+        start_unix_s: info.start_unix_s,
+        end_unix_s,
+        app_time_s,
+        mpi_time_s: ticks as f64 * unit,
+        finished: finished.to_string(),
+        timer: Timer {
+            name: timer::name().to_string(),
+            unit_s: unit,
+            resolution_s: info.timer_resolution_s,
+            cost_s: info.timer_cost_s,
+        },
+        tool: Tool {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            cost_per_call_s: info.cost_per_call_s,
+            calls,
+            depth: info.depth,
+            max_keys: info.max_keys,
+        },
+        profile: None,
+        sites,
+        functions,
+        entries,
+        folded,
+        warnings: info.warnings.clone(),
+    })
+}
+
+/// Stops recording and writes this rank's record, once. Never panics; a
+/// failure gives one warning on stderr.
+pub fn write_record(finished: &str) {
+    if INFO.get().is_none() || WRITTEN.swap(true, SeqCst) {
+        return;
+    }
+    rt::STATE.fetch_and(!rt::ENABLED, SeqCst);
+    let _busy = rt::busy();
+    let Some(info) = INFO.get() else { return };
+    let Some(dir) = info.dir.as_ref() else { return };
+    let Some(rec) = build(finished) else { return };
+    let name = record::rank_file_name(info.rank);
+    let tmp = dir.join(format!(".{name}.tmp-{}", info.pid));
+    let res = (|| -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let mut f = std::fs::File::create(&tmp)?;
+        let mut w = std::io::BufWriter::new(&mut f);
+        serde_json::to_writer(&mut w, &rec).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")?;
+        w.flush()?;
+        drop(w);
+        std::fs::rename(&tmp, dir.join(&name))
+    })();
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        if std::env::var_os("MPIOVER_QUIET").is_none() {
+            eprintln!(
+                "mpiover: warning: cannot write {}: {e}",
+                dir.join(&name).display()
+            );
+        }
+    }
+}

@@ -1,0 +1,1284 @@
+//! From a run directory to a finished [`Report`].
+//!
+//! Records are parsed in parallel (one worker per core) and folded at once into
+//! per-worker aggregates, then dropped: memory holds one record per worker plus
+//! the aggregates (per site: totals, a display histogram and one small row per
+//! rank), whatever the number of ranks.
+//!
+//! **Site identity.** A report site is (location, enclosing function, MPI
+//! function), where the location is `file:line` when the address was resolved,
+//! else module + offset from the load bias (stable under ASLR), else the raw
+//! address. Entries of all ranks with the same identity are one site, whatever
+//! their p, bytes, peer or address.
+//!
+//! **Determinism.** Sums of seconds are accumulated in fixed point (1e-15 s
+//! units, i128), which is exact and independent of the order in which workers
+//! fold records, so the output does not depend on scheduling.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use mpiover_common::functions::{class_of, wait_state, EventClass};
+use mpiover_common::record::{Entry, Record, Site};
+use mpiover_common::run::{parse_record, RankInfo, RunCheck, RunDir, RunError, RunSummary};
+
+use crate::model::*;
+use crate::signif;
+use crate::tmax::TmaxSource;
+
+/// Default threshold of the rendezvous protocol: Open MPI's TCP BTL and
+/// MPICH's nemesis switch at 64 KiB or above (Open MPI's shared-memory BTL
+/// switches at 4 KiB: pass `--eager-limit 4096` for single-node Open MPI runs).
+pub const DEFAULT_RENDEZVOUS_BYTES: u64 = 64 * 1024;
+
+/// How a report is computed.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// False discovery rate of the significance test.
+    pub alpha: f64,
+    /// Sends of at least this many bytes are rendezvous sends.
+    pub eager_limit: Option<u64>,
+    /// Worker threads for parsing (0: one per core).
+    pub threads: usize,
+    /// Sites that get HTML details (distribution, heat map row, source).
+    pub detail_sites: usize,
+    /// Read source files around the detailed sites.
+    pub read_sources: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            alpha: 0.05,
+            eager_limit: None,
+            threads: 0,
+            detail_sites: 20,
+            read_sources: false,
+        }
+    }
+}
+
+/// Order-independent exact sum of seconds (1e-15 s units).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct Fx(i128);
+
+const FX_SCALE: f64 = 1e15;
+
+impl Fx {
+    fn add(&mut self, x: f64) {
+        self.0 += (x * FX_SCALE).round() as i128;
+    }
+    fn merge(&mut self, o: Fx) {
+        self.0 += o.0;
+    }
+    fn get(self) -> f64 {
+        self.0 as f64 / FX_SCALE
+    }
+}
+
+/// Where a site is, as far as it was resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Loc {
+    Line(String, u32),
+    File(String),
+    Module(String, String),
+    Address(String),
+    Folded,
+}
+
+impl Loc {
+    fn of(site: &Site, function: &str) -> Loc {
+        if function == "other" {
+            return Loc::Folded;
+        }
+        match (&site.file, site.line, &site.module, &site.offset) {
+            (Some(f), Some(l), _, _) => Loc::Line(f.clone(), l),
+            (Some(f), None, _, _) => Loc::File(f.clone()),
+            (None, _, Some(m), Some(o)) => Loc::Module(m.clone(), o.clone()),
+            _ => Loc::Address(site.address.clone()),
+        }
+    }
+
+    fn display(&self) -> String {
+        match self {
+            Loc::Line(f, l) => format!("{f}:{l}"),
+            Loc::File(f) => f.clone(),
+            Loc::Module(m, o) => {
+                let base = m.rsplit('/').next().unwrap_or(m);
+                format!("{base}+{o}")
+            }
+            Loc::Address(a) => a.clone(),
+            Loc::Folded => "(folded keys)".to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct SiteKey {
+    loc: Loc,
+    function: Option<String>,
+    mpi: String,
+}
+
+/// Log-spaced display bins: 20 per decade from 1 ns to 10^4 s.
+const DIST_LO: f64 = 1e-9;
+const DIST_PER_DECADE: f64 = 20.0;
+const DIST_BINS: usize = 13 * 20;
+
+fn dist_bin(t: f64) -> usize {
+    if t <= DIST_LO {
+        return 0;
+    }
+    (((t / DIST_LO).log10() * DIST_PER_DECADE) as usize).min(DIST_BINS - 1)
+}
+
+fn dist_edge(i: usize) -> f64 {
+    DIST_LO * 10f64.powf(i as f64 / DIST_PER_DECADE)
+}
+
+/// One rank's figures at one site.
+#[derive(Debug, Clone, Copy)]
+struct RankSite {
+    rank: u32,
+    time: f64,
+    /// Overhead of the calls that had a tmax; `None` when none had.
+    overhead: Option<f64>,
+    root: bool,
+}
+
+#[derive(Debug, Default, Clone)]
+struct PeerAcc {
+    overhead: Fx,
+    time: Fx,
+    calls: u64,
+}
+
+#[derive(Debug, Clone)]
+struct SiteAcc {
+    /// Lowest rank that contributed, and the site as that rank resolved it.
+    shown_by: u32,
+    site: Site,
+    calls: u64,
+    time: Fx,
+    bytes: u128,
+    min: f64,
+    max: f64,
+    overhead: Fx,
+    tmax_sum: Fx,
+    calls_over: Fx,
+    calls_with_tmax: u64,
+    out_of_range_calls: u64,
+    tmax_min: f64,
+    tmax_max: f64,
+    /// Overhead per wait state (`None`: overhead that indicates no wait state).
+    states: BTreeMap<Option<&'static str>, Fx>,
+    peers: HashMap<u32, PeerAcc>,
+    per_rank: Vec<RankSite>,
+    dist: Vec<u64>,
+    completes: BTreeSet<String>,
+    posted_at: BTreeMap<String, u64>,
+}
+
+impl SiteAcc {
+    fn new(rank: u32, site: &Site) -> SiteAcc {
+        SiteAcc {
+            shown_by: rank,
+            site: site.clone(),
+            calls: 0,
+            time: Fx::default(),
+            bytes: 0,
+            min: f64::INFINITY,
+            max: 0.0,
+            overhead: Fx::default(),
+            tmax_sum: Fx::default(),
+            calls_over: Fx::default(),
+            calls_with_tmax: 0,
+            out_of_range_calls: 0,
+            tmax_min: f64::INFINITY,
+            tmax_max: 0.0,
+            states: BTreeMap::new(),
+            peers: HashMap::new(),
+            per_rank: Vec::new(),
+            dist: vec![0; DIST_BINS],
+            completes: BTreeSet::new(),
+            posted_at: BTreeMap::new(),
+        }
+    }
+
+    fn merge(&mut self, o: SiteAcc) {
+        if o.shown_by < self.shown_by {
+            self.shown_by = o.shown_by;
+            self.site = o.site;
+        }
+        self.calls += o.calls;
+        self.time.merge(o.time);
+        self.bytes += o.bytes;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.overhead.merge(o.overhead);
+        self.tmax_sum.merge(o.tmax_sum);
+        self.calls_over.merge(o.calls_over);
+        self.calls_with_tmax += o.calls_with_tmax;
+        self.out_of_range_calls += o.out_of_range_calls;
+        self.tmax_min = self.tmax_min.min(o.tmax_min);
+        self.tmax_max = self.tmax_max.max(o.tmax_max);
+        for (k, v) in o.states {
+            self.states.entry(k).or_default().merge(v);
+        }
+        for (k, v) in o.peers {
+            let p = self.peers.entry(k).or_default();
+            p.overhead.merge(v.overhead);
+            p.time.merge(v.time);
+            p.calls += v.calls;
+        }
+        self.per_rank.extend(o.per_rank);
+        for (a, b) in self.dist.iter_mut().zip(o.dist) {
+            *a += b;
+        }
+        self.completes.extend(o.completes);
+        for (k, v) in o.posted_at {
+            *self.posted_at.entry(k).or_default() += v;
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct RankAcc {
+    rank: u32,
+    host: String,
+    app_time: f64,
+    mpi_time: f64,
+    event_time: f64,
+    overhead: Option<f64>,
+    calls: u64,
+    cost_per_call: f64,
+    finished: String,
+    command: Vec<String>,
+    mpi_library: String,
+    thread_level: String,
+    start: f64,
+    end: f64,
+    timer_name: String,
+    timer_resolution: f64,
+    timer_cost: f64,
+    depth: u32,
+    profile: Option<(String, bool, Option<f64>, Option<String>)>,
+    warnings: Vec<String>,
+}
+
+/// What one worker folds its records into.
+#[derive(Debug, Default)]
+struct Agg {
+    sites: HashMap<SiteKey, SiteAcc>,
+    ranks: Vec<RankAcc>,
+    /// (waiter, peer) -> overhead, time, calls.
+    wait: HashMap<(u32, u32), PeerAcc>,
+    lookups: Lookups,
+    folded_keys: u64,
+    folded_calls: u64,
+}
+
+/// Wait state that overhead in one aggregation key indicates.
+pub fn entry_wait_state(
+    function: &str,
+    bytes: u64,
+    role: Option<&str>,
+    completes: Option<&str>,
+    rendezvous_bytes: u64,
+) -> Option<&'static str> {
+    let class = class_of(function)?;
+    match class {
+        EventClass::Send => wait_state(class, is_rendezvous(function, bytes, rendezvous_bytes)),
+        EventClass::CollectiveOneToN if role == Some("root") => None,
+        EventClass::CollectiveNToOne if role == Some("nonroot") => None,
+        EventClass::Completion => {
+            let c = completes?;
+            match c {
+                "MPI_Irecv" | "MPI_Imrecv" | "MPI_Recv_init" => Some("Late Sender"),
+                "MPI_Isend" | "MPI_Send_init" => entry_wait_state("MPI_Send", bytes, role, None, rendezvous_bytes),
+                "MPI_Irsend" | "MPI_Rsend_init" => entry_wait_state("MPI_Rsend", bytes, role, None, rendezvous_bytes),
+                "MPI_Issend" | "MPI_Ssend_init" => Some("Late Receiver"),
+                "MPI_Ibsend" | "MPI_Bsend_init" => None,
+                _ if c.starts_with("MPI_I") && class_of(c) == Some(EventClass::Post) => {
+                    // A non-blocking collective: the wait state of its blocking twin.
+                    let blocking = format!("MPI_{}", &c[5..]);
+                    match class_of(&blocking) {
+                        Some(EventClass::Send | EventClass::Recv | EventClass::Completion) | None => None,
+                        Some(_) => entry_wait_state(&blocking, bytes, role, None, rendezvous_bytes),
+                    }
+                }
+                _ => None,
+            }
+        }
+        other => wait_state(other, false),
+    }
+}
+
+/// Whether a blocking send of this size waits for its receiver.
+pub fn is_rendezvous(function: &str, bytes: u64, rendezvous_bytes: u64) -> bool {
+    match function {
+        "MPI_Ssend" => true,
+        "MPI_Bsend" => false,
+        _ => bytes >= rendezvous_bytes,
+    }
+}
+
+fn is_p2p(class: Option<EventClass>) -> bool {
+    matches!(
+        class,
+        Some(
+            EventClass::Send
+                | EventClass::Recv
+                | EventClass::SendRecv
+                | EventClass::Probe
+                | EventClass::Completion
+        )
+    )
+}
+
+/// The figures of one entry once tmax is known.
+struct EntryEval {
+    tmax: Option<(f64, bool)>,
+    overhead: f64,
+    calls_over: f64,
+}
+
+fn evaluate(e: &Entry, unit_s: f64, tmax: Option<&dyn TmaxSource>) -> EntryEval {
+    let none = EntryEval {
+        tmax: None,
+        overhead: 0.0,
+        calls_over: 0.0,
+    };
+    if e.function == "other" {
+        return none;
+    }
+    match tmax {
+        Some(src) => match src.tmax(&e.function, e.p, e.bytes, e.role.as_deref()) {
+            Some((t, oor)) if t.is_finite() && t >= 0.0 => {
+                let ex = e.hist.excess(unit_s, t);
+                EntryEval {
+                    tmax: Some((t, oor)),
+                    overhead: ex.overhead_s,
+                    calls_over: ex.calls_over,
+                }
+            }
+            _ => none,
+        },
+        None => match e.tmax_s {
+            Some(t) if t.is_finite() && t >= 0.0 => {
+                let ex = e.hist.excess(unit_s, t);
+                EntryEval {
+                    tmax: Some((t, e.tmax_out_of_range)),
+                    overhead: e.overhead_s.filter(|o| o.is_finite()).unwrap_or(ex.overhead_s),
+                    calls_over: ex.calls_over,
+                }
+            }
+            _ => none,
+        },
+    }
+}
+
+impl Agg {
+    fn add_record(&mut self, rec: &Record, tmax: Option<&dyn TmaxSource>, rendezvous_bytes: u64) {
+        let unit = rec.timer.unit_s;
+        let site_of = |id: u32| -> &Site {
+            match rec.sites.get(id as usize) {
+                Some(s) if s.id == id => s,
+                _ => rec.sites.iter().find(|s| s.id == id).expect("checked by check_record"),
+            }
+        };
+        struct Local {
+            calls: u64,
+            time: f64,
+            overhead: Option<f64>,
+            root: bool,
+        }
+        let mut local: HashMap<SiteKey, Local> = HashMap::new();
+        let mut event_time = 0.0;
+        let mut rank_overhead: Option<f64> = None;
+        for e in &rec.entries {
+            let site = site_of(e.site);
+            let key = SiteKey {
+                loc: Loc::of(site, &e.function),
+                function: if e.function == "other" { None } else { site.function.clone() },
+                mpi: e.function.clone(),
+            };
+            let ev = evaluate(e, unit, tmax);
+            let class = class_of(&e.function);
+            let state = entry_wait_state(
+                &e.function,
+                e.bytes,
+                e.role.as_deref(),
+                e.completes.as_deref(),
+                rendezvous_bytes,
+            );
+            if e.function != "other" {
+                match ev.tmax {
+                    Some((_, oor)) => {
+                        self.lookups.entries += 1;
+                        self.lookups.calls += e.count;
+                        if oor {
+                            self.lookups.out_of_range_entries += 1;
+                            self.lookups.out_of_range_calls += e.count;
+                        }
+                    }
+                    None => {
+                        self.lookups.missing_entries += 1;
+                        self.lookups.missing_calls += e.count;
+                    }
+                }
+            }
+            let acc = self
+                .sites
+                .entry(key.clone())
+                .or_insert_with(|| SiteAcc::new(rec.rank, site));
+            if rec.rank < acc.shown_by {
+                acc.shown_by = rec.rank;
+                acc.site = site.clone();
+            }
+            acc.calls += e.count;
+            acc.time.add(e.sum_s);
+            acc.bytes += e.bytes as u128 * e.count as u128;
+            if e.count > 0 {
+                acc.min = acc.min.min(e.min_s);
+                acc.max = acc.max.max(e.max_s);
+            }
+            if let Some((t, oor)) = ev.tmax {
+                acc.overhead.add(ev.overhead);
+                acc.tmax_sum.add(t * e.count as f64);
+                acc.calls_over.add(ev.calls_over);
+                acc.calls_with_tmax += e.count;
+                if oor {
+                    acc.out_of_range_calls += e.count;
+                }
+                acc.tmax_min = acc.tmax_min.min(t);
+                acc.tmax_max = acc.tmax_max.max(t);
+                acc.states.entry(state).or_default().add(ev.overhead);
+            }
+            let p2p_peer = e.peer.filter(|&p| p >= 0 && is_p2p(class)).map(|p| p as u32);
+            if let Some(peer) = p2p_peer {
+                let waits = matches!(state, Some("Late Sender" | "Late Receiver"));
+                let pa = acc.peers.entry(peer).or_default();
+                pa.time.add(e.sum_s);
+                pa.calls += e.count;
+                let cell = self.wait.entry((rec.rank, peer)).or_default();
+                cell.time.add(e.sum_s);
+                cell.calls += e.count;
+                if waits && ev.tmax.is_some() {
+                    pa.overhead.add(ev.overhead);
+                    cell.overhead.add(ev.overhead);
+                }
+            }
+            for b in &e.hist.buckets {
+                if b.count() > 0 {
+                    let mean = b.sum() as f64 / b.count() as f64 * unit;
+                    acc.dist[dist_bin(mean)] += b.count();
+                }
+            }
+            if let Some(c) = &e.completes {
+                acc.completes.insert(c.clone());
+            }
+            if let Some(ps) = e.post_site {
+                let s = site_of(ps);
+                *acc.posted_at
+                    .entry(Loc::of(s, &e.function).display())
+                    .or_default() += e.count;
+            }
+            let l = local.entry(key).or_insert(Local {
+                calls: 0,
+                time: 0.0,
+                overhead: None,
+                root: false,
+            });
+            l.calls += e.count;
+            l.time += e.sum_s;
+            l.root |= e.role.as_deref() == Some("root");
+            if ev.tmax.is_some() {
+                *l.overhead.get_or_insert(0.0) += ev.overhead;
+                *rank_overhead.get_or_insert(0.0) += ev.overhead;
+            }
+            event_time += e.sum_s;
+        }
+        for (key, l) in local {
+            self.sites
+                .get_mut(&key)
+                .expect("inserted above")
+                .per_rank
+                .push(RankSite {
+                    rank: rec.rank,
+                    time: l.time,
+                    overhead: l.overhead,
+                    root: l.root,
+                });
+        }
+        self.folded_keys += rec.folded.keys;
+        self.folded_calls += rec.folded.calls;
+        self.ranks.push(RankAcc {
+            rank: rec.rank,
+            host: rec.host.clone(),
+            app_time: rec.app_time_s,
+            mpi_time: rec.mpi_time_s,
+            event_time,
+            overhead: rank_overhead,
+            calls: rec.tool.calls,
+            cost_per_call: rec.tool.cost_per_call_s,
+            finished: rec.finished.clone(),
+            command: rec.command.clone(),
+            mpi_library: rec.mpi_library.clone(),
+            thread_level: rec.thread_level.clone(),
+            start: rec.start_unix_s,
+            end: rec.end_unix_s,
+            timer_name: rec.timer.name.clone(),
+            timer_resolution: rec.timer.resolution_s,
+            timer_cost: rec.timer.cost_s,
+            depth: rec.tool.depth,
+            profile: rec
+                .profile
+                .as_ref()
+                .map(|p| (p.path.clone(), p.matched, p.q_max, p.note.clone())),
+            warnings: rec.warnings.clone(),
+        });
+    }
+
+    fn merge(&mut self, o: Agg) {
+        for (k, v) in o.sites {
+            match self.sites.get_mut(&k) {
+                Some(a) => a.merge(v),
+                None => {
+                    self.sites.insert(k, v);
+                }
+            }
+        }
+        self.ranks.extend(o.ranks);
+        for (k, v) in o.wait {
+            let c = self.wait.entry(k).or_default();
+            c.overhead.merge(v.overhead);
+            c.time.merge(v.time);
+            c.calls += v.calls;
+        }
+        let l = &mut self.lookups;
+        l.entries += o.lookups.entries;
+        l.calls += o.lookups.calls;
+        l.out_of_range_entries += o.lookups.out_of_range_entries;
+        l.out_of_range_calls += o.lookups.out_of_range_calls;
+        l.missing_entries += o.lookups.missing_entries;
+        l.missing_calls += o.lookups.missing_calls;
+        self.folded_keys += o.folded_keys;
+        self.folded_calls += o.folded_calls;
+    }
+}
+
+fn rendezvous(opts: &Options, tmax: Option<&dyn TmaxSource>) -> (u64, &'static str) {
+    if let Some(b) = opts.eager_limit {
+        (b, "option")
+    } else if let Some(b) = tmax.and_then(|t| t.rendezvous_bytes()) {
+        (b, "profile")
+    } else {
+        (DEFAULT_RENDEZVOUS_BYTES, "default")
+    }
+}
+
+/// Reads a run directory and computes its report.
+pub fn analyze_dir(
+    dir: &Path,
+    tmax: Option<&dyn TmaxSource>,
+    opts: &Options,
+) -> Result<Report, RunError> {
+    let rd = RunDir::open(dir)?;
+    let (rdv, _) = rendezvous(opts, tmax);
+    let n = rd.files.len();
+    let threads = if opts.threads > 0 {
+        opts.threads
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+    .min(n)
+    .max(1);
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let errors: Mutex<Vec<(usize, RunError)>> = Mutex::new(Vec::new());
+    let infos: Mutex<Vec<(usize, RankInfo)>> = Mutex::new(Vec::with_capacity(n));
+    let mut total = Agg::default();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut agg = Agg::default();
+                    let mut my_infos = Vec::new();
+                    // Workers take files in increasing order, so every file
+                    // before a failing one is still read: the error reported
+                    // is the first in file order, whatever the scheduling.
+                    while !stop.load(Ordering::Relaxed) {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            break;
+                        }
+                        let path = &rd.files[i];
+                        let res = std::fs::read(path)
+                            .map_err(|source| RunError::Io {
+                                path: path.clone(),
+                                source,
+                            })
+                            .and_then(|bytes| parse_record(path, &bytes));
+                        match res {
+                            Ok(rec) => {
+                                my_infos.push((i, RankInfo::of(path, &rec)));
+                                agg.add_record(&rec, tmax, rdv);
+                            }
+                            Err(e) => {
+                                stop.store(true, Ordering::Relaxed);
+                                errors.lock().unwrap().push((i, e));
+                            }
+                        }
+                    }
+                    infos.lock().unwrap().extend(my_infos);
+                    agg
+                })
+            })
+            .collect();
+        for h in handles {
+            total.merge(h.join().expect("report worker panicked"));
+        }
+    });
+    let mut errors = errors.into_inner().unwrap();
+    if !errors.is_empty() {
+        errors.sort_by_key(|(i, _)| *i);
+        return Err(errors.remove(0).1);
+    }
+    let mut infos = infos.into_inner().unwrap();
+    infos.sort_by_key(|(i, _)| *i);
+    let mut check = RunCheck::new();
+    for (_, info) in infos {
+        check.add(info)?;
+    }
+    let summary = check.finish().expect("a listed run directory has records");
+    Ok(finish(total, summary, &dir.display().to_string(), tmax, opts))
+}
+
+/// Computes a report from records in memory (tests, tools). The records must
+/// already have passed [`RunCheck`].
+pub fn analyze_records(
+    dir: &str,
+    records: &[Record],
+    summary: RunSummary,
+    tmax: Option<&dyn TmaxSource>,
+    opts: &Options,
+) -> Report {
+    let (rdv, _) = rendezvous(opts, tmax);
+    let mut agg = Agg::default();
+    for r in records {
+        agg.add_record(r, tmax, rdv);
+    }
+    finish(agg, summary, dir, tmax, opts)
+}
+
+fn median_sorted(v: &[f64]) -> f64 {
+    let n = v.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn per_rank(rows: &[RankSite], overhead_known: bool) -> PerRank {
+    let mut times: Vec<f64> = rows.iter().map(|r| r.time).collect();
+    times.sort_by(f64::total_cmp);
+    // Ties go to the lowest rank (rows are sorted by rank).
+    let arg = |f: &dyn Fn(&RankSite) -> f64, max: bool| -> u32 {
+        let mut best: Option<(f64, u32)> = None;
+        for r in rows {
+            let v = f(r);
+            let better = match best {
+                None => true,
+                Some((b, _)) => (max && v > b) || (!max && v < b),
+            };
+            if better {
+                best = Some((v, r.rank));
+            }
+        }
+        best.map_or(0, |b| b.1)
+    };
+    let time_min_rank = arg(&|r| r.time, false);
+    let time_max_rank = arg(&|r| r.time, true);
+    let mut ovh: Vec<f64> = rows.iter().filter_map(|r| r.overhead).collect();
+    ovh.sort_by(f64::total_cmp);
+    let has_ovh = overhead_known && !ovh.is_empty();
+    PerRank {
+        ranks: rows.len() as u32,
+        time_min_s: times.first().copied().unwrap_or(0.0),
+        time_median_s: median_sorted(&times),
+        time_max_s: times.last().copied().unwrap_or(0.0),
+        time_min_rank,
+        time_max_rank,
+        overhead_min_s: has_ovh.then(|| ovh[0]),
+        overhead_median_s: has_ovh.then(|| median_sorted(&ovh)),
+        overhead_max_s: has_ovh.then(|| ovh[ovh.len() - 1]),
+        worst_rank: if has_ovh {
+            arg(&|r| r.overhead.unwrap_or(0.0), true)
+        } else {
+            time_max_rank
+        },
+    }
+}
+
+const MAX_LATE: usize = 16;
+
+/// Late ranks of a collective site: the ranks that spent the least time in it
+/// arrived last. Lateness of a rank = most time of any rank - its time; ranks
+/// with at least half the largest lateness count.
+fn late_by_arrival(rows: &[RankSite], exclude_roots: bool) -> Vec<(u32, f64)> {
+    let cand: Vec<&RankSite> = rows.iter().filter(|r| !(exclude_roots && r.root)).collect();
+    if cand.len() < 2 {
+        return Vec::new();
+    }
+    let max = cand.iter().map(|r| r.time).fold(f64::MIN, f64::max);
+    let min = cand.iter().map(|r| r.time).fold(f64::MAX, f64::min);
+    let spread = max - min;
+    if spread <= 0.0 || spread < 0.05 * max {
+        return Vec::new();
+    }
+    let mut late: Vec<(u32, f64)> = cand
+        .iter()
+        .map(|r| (r.rank, max - r.time))
+        .filter(|&(_, l)| l >= 0.5 * spread)
+        .collect();
+    late.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    late
+}
+
+struct Built {
+    key: SiteKey,
+    acc: SiteAcc,
+    report: SiteReport,
+}
+
+fn finish(
+    mut agg: Agg,
+    summary: RunSummary,
+    dir: &str,
+    tmax: Option<&dyn TmaxSource>,
+    opts: &Options,
+) -> Report {
+    agg.ranks.sort_by_key(|r| r.rank);
+    let ranks = &agg.ranks;
+    let first = &ranks[0];
+    let sum = |f: &dyn Fn(&RankAcc) -> f64| ranks.iter().map(f).sum::<f64>();
+    let app_time = sum(&|r| r.app_time);
+    let mpi_time = sum(&|r| r.mpi_time);
+    let event_time = sum(&|r| r.event_time);
+    let mut hosts: Vec<String> = ranks.iter().map(|r| r.host.clone()).collect();
+    hosts.sort();
+    hosts.dedup();
+
+    // The profile and q_max: --profile wins over what the records say.
+    let mut warnings: Vec<String> = summary.warnings.iter().map(|w| w.to_string()).collect();
+    let (profile, q_max) = match tmax {
+        Some(src) => {
+            let m = src.matches(&first.mpi_library, &hosts);
+            (
+                Some(ProfileMethod {
+                    source: "--profile".into(),
+                    path: src.name(),
+                    matched: m.as_ref().map(|m| m.0),
+                    note: m.map(|m| m.1).filter(|s| !s.is_empty()),
+                }),
+                src.q_max(),
+            )
+        }
+        None => {
+            let used: Vec<&(String, bool, Option<f64>, Option<String>)> =
+                ranks.iter().filter_map(|r| r.profile.as_ref()).collect();
+            match used.first() {
+                None => (None, None),
+                Some(p) => {
+                    let matched = used.iter().all(|u| u.1);
+                    let mut paths: Vec<&str> = used.iter().map(|u| u.0.as_str()).collect();
+                    paths.sort();
+                    paths.dedup();
+                    let mut qs: Vec<f64> = used.iter().filter_map(|u| u.2).collect();
+                    qs.sort_by(f64::total_cmp);
+                    qs.dedup();
+                    if paths.len() > 1 || qs.len() > 1 {
+                        warnings.push(format!(
+                            "ranks used different profiles or q_max ({}); overhead mixes them",
+                            paths.join(", ")
+                        ));
+                    }
+                    (
+                        Some(ProfileMethod {
+                            source: "record".into(),
+                            path: p.0.clone(),
+                            matched: Some(matched),
+                            note: p.3.clone(),
+                        }),
+                        qs.first().copied(),
+                    )
+                }
+            }
+        }
+    };
+    if let Some(p) = &profile {
+        if p.matched == Some(false) {
+            warnings.push(format!(
+                "the profile {} was measured in another environment than this run{}: tmax may not fit",
+                p.path,
+                p.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()
+            ));
+        }
+    }
+    let lookups = agg.lookups.clone();
+    if lookups.out_of_range_calls > 0 {
+        warnings.push(format!(
+            "{} of {} calls with a tmax were outside the profile's measured range (p or bytes): their tmax is clamped to the nearest measured point",
+            lookups.out_of_range_calls, lookups.calls
+        ));
+    }
+    if tmax.is_some() && lookups.missing_calls > 0 {
+        warnings.push(format!(
+            "the profile has no tmax for {} calls ({} keys): they count in time but not in overhead",
+            lookups.missing_calls, lookups.missing_entries
+        ));
+    }
+    // The tool's own warnings, once each, with the ranks that raised them.
+    let mut tool_w: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    for r in ranks {
+        for w in &r.warnings {
+            tool_w.entry(w.as_str()).or_default().push(r.rank);
+        }
+    }
+    for (w, rs) in tool_w {
+        warnings.push(format!("{w} ({})", mpiover_common::run::rank_list(&rs, 5)));
+    }
+
+    let overhead_known = lookups.entries > 0;
+    let (rdv, rdv_source) = rendezvous(opts, tmax);
+    let min_calls = q_max.map(|q| signif::min_calls(q, opts.alpha));
+
+    // Build every site.
+    let mut built: Vec<Built> = agg
+        .sites
+        .drain()
+        .map(|(key, mut acc)| {
+            acc.per_rank.sort_by_key(|r| r.rank);
+            let has_tmax = acc.calls_with_tmax > 0;
+            let overhead = has_tmax.then(|| acc.overhead.get());
+            let pr = per_rank(&acc.per_rank, has_tmax);
+            let ovh = overhead.unwrap_or(0.0);
+            // The wait state with the most overhead.
+            let wait_state = if ovh > 0.0 {
+                acc.states
+                    .iter()
+                    .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.0.cmp(a.0)))
+                    .and_then(|(s, v)| if v.get() > 0.0 { *s } else { None })
+            } else {
+                None
+            };
+            let (late, basis) = match wait_state {
+                Some("Late Sender" | "Late Receiver") => {
+                    let mut v: Vec<(u32, f64)> = acc
+                        .peers
+                        .iter()
+                        .map(|(&p, a)| (p, a.overhead.get()))
+                        .filter(|&(_, o)| o > 0.0 && o >= 0.01 * ovh)
+                        .collect();
+                    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                    (v, Some("peer"))
+                }
+                Some("Late Broadcast") => {
+                    let mut roots: Vec<(u32, f64)> = acc
+                        .per_rank
+                        .iter()
+                        .filter(|r| r.root)
+                        .map(|r| (r.rank, r.overhead.unwrap_or(0.0)))
+                        .collect();
+                    roots.sort_by_key(|r| r.0);
+                    if roots.is_empty() {
+                        (late_by_arrival(&acc.per_rank, false), Some("arrival"))
+                    } else {
+                        // Lateness of a root: the median non-root wait.
+                        let others = pr.overhead_median_s.unwrap_or(0.0);
+                        (roots.into_iter().map(|(r, _)| (r, others)).collect(), Some("root"))
+                    }
+                }
+                Some("Early Reduce") => (late_by_arrival(&acc.per_rank, true), Some("arrival")),
+                Some(_) => (late_by_arrival(&acc.per_rank, false), Some("arrival")),
+                None => (Vec::new(), None),
+            };
+            let late: Vec<(u32, f64)> = late.into_iter().take(MAX_LATE).collect();
+            let time = acc.time.get();
+            let (file, line) = match &key.loc {
+                Loc::Line(f, l) => (Some(f.clone()), Some(*l)),
+                Loc::File(f) => (Some(f.clone()), None),
+                _ => (None, None),
+            };
+            let mut posted: Vec<(String, u64)> = acc.posted_at.iter().map(|(k, v)| (k.clone(), *v)).collect();
+            posted.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            let report = SiteReport {
+                rank: 0,
+                mpi_function: key.mpi.clone(),
+                file,
+                line,
+                function: key.function.clone(),
+                location: key.loc.display(),
+                module: acc.site.module.clone(),
+                offset: acc.site.offset.clone(),
+                inlined_into: acc.site.inlined_into.clone(),
+                calls: acc.calls,
+                time_s: time,
+                bytes: acc.bytes.min(u64::MAX as u128) as u64,
+                min_call_s: if acc.min.is_finite() { acc.min } else { 0.0 },
+                max_call_s: acc.max,
+                time_share_of_mpi: if mpi_time > 0.0 { time / mpi_time } else { 0.0 },
+                overhead_s: overhead,
+                tmax_s: has_tmax.then(|| acc.tmax_sum.get()),
+                exceed_fraction: has_tmax
+                    .then(|| (acc.calls_over.get() / acc.calls_with_tmax as f64).clamp(0.0, 1.0)),
+                calls_over_tmax: has_tmax.then(|| acc.calls_over.get()),
+                calls_with_tmax: acc.calls_with_tmax,
+                out_of_range_calls: acc.out_of_range_calls,
+                share_of_mpi_time: overhead.map(|o| if mpi_time > 0.0 { o / mpi_time } else { 0.0 }),
+                share_of_app_time: overhead.map(|o| if app_time > 0.0 { o / app_time } else { 0.0 }),
+                wait_state: wait_state.map(str::to_string),
+                late_ranks: late.iter().map(|l| l.0).collect(),
+                late_basis: basis.filter(|_| !late.is_empty()).map(str::to_string),
+                late_ranks_s: late.iter().map(|l| l.1).collect(),
+                significant: false,
+                significance: String::new(),
+                p_value: None,
+                q_value: None,
+                per_rank: pr,
+                completes: acc.completes.iter().cloned().collect(),
+                posted_at: posted.into_iter().take(5).map(|p| p.0).collect(),
+            };
+            Built { key, acc, report }
+        })
+        .collect();
+
+    // Significance: one-sided binomial test per site, BH across sites.
+    let mut tested: Vec<(usize, f64)> = Vec::new();
+    for (i, b) in built.iter_mut().enumerate() {
+        let s = &mut b.report;
+        if s.calls_with_tmax == 0 || s.mpi_function == "other" {
+            s.significance = "no tmax".into();
+            continue;
+        }
+        let Some(q) = q_max else {
+            s.significance = "no q_max".into();
+            continue;
+        };
+        let n = s.calls_with_tmax;
+        let k = (s.calls_over_tmax.unwrap_or(0.0).round() as u64).min(n);
+        let p = signif::binomial_upper_tail(k, n, 1.0 - q);
+        s.p_value = Some(p);
+        tested.push((i, p));
+    }
+    let qv = signif::bh_adjust(&tested.iter().map(|t| t.1).collect::<Vec<_>>());
+    for (&(i, _), q) in tested.iter().zip(qv) {
+        let s = &mut built[i].report;
+        s.q_value = Some(q);
+        let expected = s.calls_with_tmax as f64 * (1.0 - q_max.unwrap_or(0.0));
+        let over = s.calls_over_tmax.unwrap_or(0.0);
+        if q <= opts.alpha && over > expected {
+            s.significant = true;
+            s.significance = "significant".into();
+        } else {
+            s.significance = if min_calls.is_some_and(|m| s.calls_with_tmax < m) {
+                "too few calls"
+            } else {
+                "not significant"
+            }
+            .into();
+            // Whom a chance-level wait was on says nothing.
+            s.late_ranks.clear();
+            s.late_ranks_s.clear();
+            s.late_basis = None;
+        }
+    }
+
+    // Ranking: by overhead when known, then time, then identity.
+    built.sort_by(|a, b| {
+        let (x, y) = (&a.report, &b.report);
+        let ko = |s: &SiteReport| s.overhead_s.unwrap_or(-1.0);
+        if overhead_known {
+            ko(y).total_cmp(&ko(x))
+        } else {
+            std::cmp::Ordering::Equal
+        }
+        .then(y.time_s.total_cmp(&x.time_s))
+        .then_with(|| a.key.cmp(&b.key))
+    });
+    for (i, b) in built.iter_mut().enumerate() {
+        b.report.rank = i + 1;
+    }
+
+    // Details of the top sites for the HTML export.
+    let nd = opts.detail_sites.min(built.len());
+    let mut detail = Detail {
+        heatmap: None,
+        dists: vec![None; built.len()],
+        sources: vec![None; built.len()],
+    };
+    for (i, b) in built.iter().take(nd).enumerate() {
+        let (lo, hi) = match (
+            b.acc.dist.iter().position(|&c| c > 0),
+            b.acc.dist.iter().rposition(|&c| c > 0),
+        ) {
+            (Some(lo), Some(hi)) => (lo, hi),
+            _ => continue,
+        };
+        let has_t = b.acc.calls_with_tmax > 0;
+        detail.dists[i] = Some(Dist {
+            edges: (lo..=hi + 1).map(dist_edge).collect(),
+            counts: b.acc.dist[lo..=hi].to_vec(),
+            tmax_min_s: has_t.then_some(b.acc.tmax_min),
+            tmax_mean_s: has_t.then(|| b.acc.tmax_sum.get() / b.acc.calls_with_tmax as f64),
+            tmax_max_s: has_t.then_some(b.acc.tmax_max),
+        });
+        if opts.read_sources {
+            if let Loc::Line(f, l) = &b.key.loc {
+                detail.sources[i] = read_source(f, *l, 4);
+            }
+        }
+    }
+    if nd > 0 {
+        let world = summary.ranks.max(1);
+        let per_col = world.div_ceil(128);
+        let cols: Vec<(u32, u32)> = (0..world.div_ceil(per_col))
+            .map(|c| (c * per_col, ((c + 1) * per_col).min(world) - 1))
+            .collect();
+        let values = built
+            .iter()
+            .take(nd)
+            .map(|b| {
+                let mut row: Vec<Option<f64>> = vec![None; cols.len()];
+                for r in &b.acc.per_rank {
+                    let v = if overhead_known { r.overhead.unwrap_or(0.0) } else { r.time };
+                    let c = &mut row[(r.rank / per_col) as usize];
+                    *c = Some(c.map_or(v, |x: f64| x.max(v)));
+                }
+                row
+            })
+            .collect();
+        detail.heatmap = Some(Heatmap {
+            metric: if overhead_known { "overhead_s" } else { "time_s" }.into(),
+            rows: (0..nd).collect(),
+            cols,
+            values,
+        });
+    }
+
+    let sites: Vec<SiteReport> = built.into_iter().map(|b| b.report).collect();
+
+    // Wait matrix.
+    let metric_ovh = overhead_known;
+    let mut cells: Vec<WaitCell> = agg
+        .wait
+        .iter()
+        .map(|(&(w, p), a)| WaitCell {
+            waiter: w,
+            peer: p,
+            value_s: if metric_ovh { a.overhead.get() } else { a.time.get() },
+            calls: a.calls,
+        })
+        .filter(|c| c.value_s > 0.0)
+        .collect();
+    cells.sort_by(|a, b| {
+        b.value_s
+            .total_cmp(&a.value_s)
+            .then(a.waiter.cmp(&b.waiter))
+            .then(a.peer.cmp(&b.peer))
+    });
+    let total_s = {
+        let mut t = Fx::default();
+        for a in agg.wait.values() {
+            t.merge(if metric_ovh { a.overhead } else { a.time });
+        }
+        t.get()
+    };
+    let cells_total = cells.len();
+    cells.truncate(10_000);
+
+    // Summary.
+    let overhead_total = overhead_known.then(|| {
+        let mut t = Fx::default();
+        for s in &sites {
+            t.add(s.overhead_s.unwrap_or(0.0));
+        }
+        t.get()
+    });
+    let worst = sites
+        .iter()
+        .filter(|s| if overhead_known { s.overhead_s.unwrap_or(0.0) > 0.0 } else { s.time_s > 0.0 })
+        .take(3)
+        .map(|s| sentence(s, mpi_time, overhead_known))
+        .collect();
+    let mut costs: Vec<f64> = ranks.iter().map(|r| r.cost_per_call).collect();
+    costs.sort_by(f64::total_cmp);
+    let tool_time = sum(&|r| r.cost_per_call * r.calls as f64);
+    let tool_calls: u64 = ranks.iter().map(|r| r.calls).sum();
+    let hint = (!overhead_known).then(|| {
+        "no profile gave tmax, so sites are ranked by time (as mpiP does) and overhead is unknown: \
+         calibrate this machine with mpiover-calibrate and re-run `mpiover report RUN_DIR --profile PROFILE` \
+         (or record with a profile) to rank sites by the time they waste"
+            .to_string()
+    });
+    Report {
+        schema: REPORT_SCHEMA.into(),
+        generator: format!("mpiover {}", env!("CARGO_PKG_VERSION")),
+        run: RunInfo {
+            dir: dir.to_string(),
+            run_id: summary.run_id.clone(),
+            ranks: summary.ranks,
+            ranks_present: summary.present.len() as u32,
+            command: first.command.clone(),
+            mpi_library: first.mpi_library.clone(),
+            thread_level: first.thread_level.clone(),
+            hosts,
+            start_unix_s: ranks.iter().map(|r| r.start).fold(f64::INFINITY, f64::min),
+            end_unix_s: ranks.iter().map(|r| r.end).fold(0.0, f64::max),
+        },
+        summary: Summary {
+            app_time_s: app_time,
+            app_wall_s: ranks.iter().map(|r| r.app_time).fold(0.0, f64::max),
+            mpi_time_s: mpi_time,
+            event_time_s: event_time,
+            overhead_s: overhead_total,
+            overhead_share_of_mpi: overhead_total.map(|o| if mpi_time > 0.0 { o / mpi_time } else { 0.0 }),
+            overhead_share_of_app: overhead_total.map(|o| if app_time > 0.0 { o / app_time } else { 0.0 }),
+            ranked_by: if overhead_known { "overhead" } else { "time" }.into(),
+            calls: sites.iter().map(|s| s.calls).sum(),
+            sites: sites.len(),
+            significant_sites: sites.iter().filter(|s| s.significant).count(),
+            worst,
+        },
+        sites,
+        ranks: ranks
+            .iter()
+            .map(|r| RankReport {
+                rank: r.rank,
+                host: r.host.clone(),
+                app_time_s: r.app_time,
+                mpi_time_s: r.mpi_time,
+                event_time_s: r.event_time,
+                overhead_s: r.overhead,
+                calls: r.calls,
+                tool_time_s: r.cost_per_call * r.calls as f64,
+                finished: r.finished.clone(),
+            })
+            .collect(),
+        wait_matrix: WaitMatrix {
+            metric: if metric_ovh { "overhead_s" } else { "time_s" }.into(),
+            total_s,
+            cells_total,
+            cells,
+        },
+        methods: Methods {
+            profile,
+            q_max,
+            alpha: opts.alpha,
+            test: "one-sided binomial test of the calls over tmax against the (1 - q_max) expected by chance, \
+                   Benjamini-Hochberg across sites at false discovery rate alpha"
+                .into(),
+            min_calls,
+            rendezvous_bytes: rdv,
+            rendezvous_source: rdv_source.into(),
+            lookups,
+            tool: ToolCost {
+                cost_per_call_s: median_sorted(&costs),
+                calls: tool_calls,
+                time_s: tool_time,
+                share_of_app: if app_time > 0.0 { tool_time / app_time } else { 0.0 },
+            },
+            timer: TimerInfo {
+                name: first.timer_name.clone(),
+                resolution_s: ranks.iter().map(|r| r.timer_resolution).fold(0.0, f64::max),
+                cost_s: ranks.iter().map(|r| r.timer_cost).fold(0.0, f64::max),
+            },
+            folded_keys: agg.folded_keys,
+            folded_calls: agg.folded_calls,
+            depth: first.depth,
+            hint,
+        },
+        warnings,
+        detail,
+    }
+}
+
+/// One sentence about a site for the summary.
+fn sentence(s: &SiteReport, mpi_time: f64, overhead_known: bool) -> String {
+    use crate::units::{count, pct, secs};
+    let place = match &s.function {
+        Some(f) => format!("{} in {f}()", s.location),
+        None => s.location.clone(),
+    };
+    if overhead_known {
+        let ovh = s.overhead_s.unwrap_or(0.0);
+        let mut t = format!(
+            "{place}: {} lost {} beyond tmax in {} calls ({} of MPI time)",
+            s.mpi_function,
+            secs(ovh),
+            count(s.calls),
+            pct(if mpi_time > 0.0 { ovh / mpi_time } else { 0.0 })
+        );
+        if let Some(w) = &s.wait_state {
+            t.push_str(&format!(", {w}"));
+            if !s.late_ranks.is_empty() {
+                let who: Vec<String> = s.late_ranks.iter().take(3).map(|r| r.to_string()).collect();
+                let verb = match s.late_basis.as_deref() {
+                    Some("peer") => "waiting mostly on rank",
+                    _ => "late rank",
+                };
+                t.push_str(&format!(
+                    ", {verb}{} {}",
+                    if who.len() > 1 { "s" } else { "" },
+                    who.join(", ")
+                ));
+            }
+        }
+        if !s.significant {
+            t.push_str(&format!(" ({})", s.significance));
+        }
+        t.push('.');
+        t
+    } else {
+        format!(
+            "{place}: {} took {} in {} calls ({} of MPI time).",
+            s.mpi_function,
+            secs(s.time_s),
+            count(s.calls),
+            pct(s.time_share_of_mpi)
+        )
+    }
+}
+
+/// `context` lines either side of `line` of `path`, if readable and small.
+fn read_source(path: &str, line: u32, context: u32) -> Option<Source> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > 16 << 20 {
+        return None;
+    }
+    let text = std::fs::read(path).ok()?;
+    let text = String::from_utf8_lossy(&text);
+    let lo = line.saturating_sub(context).max(1);
+    let hi = line + context;
+    let lines: Vec<(u32, String)> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i as u32 + 1, l))
+        .filter(|(n, _)| *n >= lo && *n <= hi)
+        .map(|(n, l)| (n, l.chars().take(200).collect()))
+        .collect();
+    if !lines.iter().any(|(n, _)| *n == line) {
+        return None;
+    }
+    Some(Source {
+        path: path.to_string(),
+        lines,
+        highlight: line,
+    })
+}

@@ -1,0 +1,181 @@
+//! The `report` and `diff` subcommands: arguments and what they do.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+
+use crate::analysis::{analyze_dir, Options};
+use crate::export::{export, ExportOptions, Format};
+use crate::tmax::{open_profile, TmaxSource};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+/// What both `report` and `diff` take to analyse a run.
+#[derive(Debug, Args)]
+pub struct AnalysisArgs {
+    /// Re-analyse against this calibrated profile (from the recorded histograms).
+    #[arg(long, value_name = "PROFILE")]
+    pub profile: Option<PathBuf>,
+    /// q_max to take tmax at (with --profile): 0.8 <= q < 1 is reasonable.
+    #[arg(long = "q", visible_alias = "q-max", value_name = "Q")]
+    pub q_max: Option<f64>,
+    /// False discovery rate of the significance test (Benjamini-Hochberg).
+    #[arg(long, default_value_t = 0.05, value_name = "ALPHA")]
+    pub alpha: f64,
+    /// Sends of at least this many bytes are rendezvous sends (Late Receiver).
+    /// Default: the profile's, else 65536.
+    #[arg(long, value_name = "BYTES")]
+    pub eager_limit: Option<u64>,
+    /// Threads that parse records (default: one per core).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub threads: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run directory holding the rank-NNNNNN.json records.
+    pub run_dir: PathBuf,
+    /// Output format (default: from -o's extension, else text).
+    #[arg(long, short = 'f', value_enum)]
+    pub format: Option<Format>,
+    /// Write to this file instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Sites to show (default: 20 in text and HTML, all in JSON and CSV).
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Colour in text output.
+    #[arg(long, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The run before.
+    pub run_a: PathBuf,
+    /// The run after.
+    pub run_b: PathBuf,
+    #[arg(long, short = 'f', value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Sites to show in text (default 30).
+    #[arg(long, default_value_t = 30, value_name = "N")]
+    pub top: usize,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+}
+
+impl AnalysisArgs {
+    fn check(&self) -> anyhow::Result<()> {
+        if !(self.alpha > 0.0 && self.alpha < 1.0) {
+            anyhow::bail!("--alpha must be between 0 and 1 (got {})", self.alpha);
+        }
+        if let Some(q) = self.q_max {
+            if !(q > 0.0 && q < 1.0) {
+                anyhow::bail!("--q must be between 0 and 1 (got {q}); 0.8 <= q < 1 is reasonable");
+            }
+            if self.profile.is_none() {
+                anyhow::bail!(
+                    "--q re-computes tmax from a profile's fitted models: give --profile too \
+                     (the records only hold tmax at the q_max they were recorded with)"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn tmax(&self) -> anyhow::Result<Option<Box<dyn TmaxSource>>> {
+        match &self.profile {
+            Some(p) => Ok(Some(open_profile(p, self.q_max)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn options(&self, detail_sites: usize, read_sources: bool) -> Options {
+        Options {
+            alpha: self.alpha,
+            eager_limit: self.eager_limit,
+            threads: self.threads,
+            detail_sites,
+            read_sources,
+        }
+    }
+}
+
+/// Writes to the file, or to stdout (a closed pipe is not an error).
+fn write_out(output: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
+    match output {
+        Some(p) => std::fs::write(p, bytes).with_context(|| format!("cannot write {}", p.display())),
+        None => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(bytes).and_then(|_| out.flush()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r.context("cannot write to standard output"),
+            }
+        }
+    }
+}
+
+pub fn run_report(a: &ReportArgs) -> anyhow::Result<()> {
+    a.analysis.check()?;
+    let format = match (a.format, &a.output) {
+        (Some(f), _) => f,
+        (None, Some(p)) => Format::from_path(p).unwrap_or(Format::Text),
+        (None, None) => Format::Text,
+    };
+    let tmax = a.analysis.tmax()?;
+    let html = format == Format::Html;
+    let detail = if html { a.top.unwrap_or(20).max(1) } else { 0 };
+    let report = analyze_dir(&a.run_dir, tmax.as_deref(), &a.analysis.options(detail, html))?;
+    let to_tty = a.output.is_none() && std::io::stdout().is_terminal();
+    let color = match a.color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => to_tty && std::env::var_os("NO_COLOR").is_none(),
+    };
+    // The text report shows its warnings; other outputs get them on stderr.
+    if format != Format::Text || a.output.is_some() {
+        for w in &report.warnings {
+            eprintln!("mpiover: warning: {w}");
+        }
+    }
+    let bytes = export(&report, format, &ExportOptions { top: a.top, color });
+    write_out(a.output.as_deref(), &bytes)
+}
+
+pub fn run_diff(a: &DiffArgs) -> anyhow::Result<()> {
+    a.analysis.check()?;
+    let tmax = a.analysis.tmax()?;
+    let opts = a.analysis.options(0, false);
+    let ra = analyze_dir(&a.run_a, tmax.as_deref(), &opts)?;
+    let rb = analyze_dir(&a.run_b, tmax.as_deref(), &opts)?;
+    for (name, r) in [("A", &ra), ("B", &rb)] {
+        for w in &r.warnings {
+            eprintln!("mpiover: warning: run {name}: {w}");
+        }
+    }
+    let d = crate::diff::diff(&ra, &rb);
+    let bytes = match a.format {
+        DiffFormat::Text => crate::diff::text(&d, a.top),
+        DiffFormat::Json => crate::diff::json(&d),
+        DiffFormat::Csv => crate::diff::csv(&d),
+    };
+    write_out(a.output.as_deref(), &bytes)
+}

@@ -1,0 +1,505 @@
+//! Text for the terminal: aligned tables, human units, colour on request.
+
+use std::fmt::Write;
+
+use super::{short_paths, ExportOptions};
+use crate::model::{Report, SiteReport};
+use crate::units::{bytes, count, pct, secs};
+
+#[derive(Clone, Copy, PartialEq)]
+enum Align {
+    Left,
+    Right,
+}
+
+/// ANSI styles, or nothing.
+struct Style {
+    on: bool,
+}
+
+impl Style {
+    fn wrap(&self, code: &str, s: &str) -> String {
+        if self.on && !s.trim().is_empty() {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    fn bold(&self, s: &str) -> String {
+        self.wrap("1", s)
+    }
+    fn red(&self, s: &str) -> String {
+        self.wrap("1;31", s)
+    }
+    fn dim(&self, s: &str) -> String {
+        self.wrap("2", s)
+    }
+    fn yellow(&self, s: &str) -> String {
+        self.wrap("33", s)
+    }
+}
+
+/// A cell and the style to paint it with after padding.
+type Cell = (String, Option<&'static str>);
+
+fn plain(s: impl Into<String>) -> Cell {
+    (s.into(), None)
+}
+
+struct Table {
+    head: Vec<(&'static str, Align)>,
+    rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    fn render(&self, out: &mut String, st: &Style, indent: &str) {
+        let n = self.head.len();
+        let mut w = vec![0usize; n];
+        for (i, (h, _)) in self.head.iter().enumerate() {
+            w[i] = h.chars().count();
+        }
+        for r in &self.rows {
+            for (i, c) in r.iter().enumerate() {
+                w[i] = w[i].max(c.0.chars().count());
+            }
+        }
+        let pad = |s: &str, i: usize, a: Align| -> String {
+            let fill = w[i].saturating_sub(s.chars().count());
+            match a {
+                Align::Left => format!("{s}{}", " ".repeat(fill)),
+                Align::Right => format!("{}{s}", " ".repeat(fill)),
+            }
+        };
+        let line: Vec<String> = self
+            .head
+            .iter()
+            .enumerate()
+            .map(|(i, (h, a))| pad(h, i, *a))
+            .collect();
+        let _ = writeln!(out, "{indent}{}", st.bold(line.join("  ").trim_end()));
+        for r in &self.rows {
+            let cells: Vec<String> = r
+                .iter()
+                .enumerate()
+                .map(|(i, (s, style))| {
+                    let p = pad(s, i, self.head[i].1);
+                    match style {
+                        Some(code) => st.wrap(code, &p),
+                        None => p,
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "{indent}{}", cells.join("  ").trim_end());
+        }
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let t: String = s.chars().take(max - 3).collect();
+        format!("{t}...")
+    }
+}
+
+fn opt_secs(v: Option<f64>) -> String {
+    v.map(secs).unwrap_or_else(|| "-".into())
+}
+
+pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
+    let st = Style { on: opts.color };
+    let mut o = String::new();
+    let overhead_known = r.summary.ranked_by == "overhead";
+    let shorts = short_paths(r.sites.iter().filter_map(|s| s.file.as_deref()));
+    let loc = |s: &SiteReport| -> String {
+        match (&s.file, s.line) {
+            (Some(f), Some(l)) => format!("{}:{l}", shorts.get(f).map_or(f.as_str(), |x| x.as_str())),
+            (Some(f), None) => shorts.get(f).cloned().unwrap_or_else(|| f.clone()),
+            _ => s.location.clone(),
+        }
+    };
+
+    // Header.
+    let _ = writeln!(o, "{} {}", st.bold("mpiover report:"), r.run.dir);
+    let _ = writeln!(o, "  command   {}", r.run.command.join(" "));
+    let present = if r.run.ranks_present == r.run.ranks {
+        format!("{} ranks", r.run.ranks)
+    } else {
+        format!("{} of {} ranks have a record", r.run.ranks_present, r.run.ranks)
+    };
+    let _ = writeln!(
+        o,
+        "  ranks     {present} on {} host{}",
+        r.run.hosts.len(),
+        if r.run.hosts.len() == 1 { "" } else { "s" }
+    );
+    let _ = writeln!(o, "  MPI       {}", truncate(r.run.mpi_library.lines().next().unwrap_or(""), 90));
+    o.push('\n');
+
+    // Summary.
+    let s = &r.summary;
+    let _ = writeln!(o, "{}", st.bold("SUMMARY"));
+    let _ = writeln!(
+        o,
+        "  Application time  {:>9}   sum over {} ranks; longest rank {}",
+        secs(s.app_time_s),
+        r.ranks.len(),
+        secs(s.app_wall_s)
+    );
+    let _ = writeln!(
+        o,
+        "  MPI time          {:>9}   {} of application time",
+        secs(s.mpi_time_s),
+        pct(if s.app_time_s > 0.0 { s.mpi_time_s / s.app_time_s } else { 0.0 })
+    );
+    match s.overhead_s {
+        Some(ov) => {
+            let _ = writeln!(
+                o,
+                "  Overhead          {:>9}   {} of MPI time, {} of application time; {} of {} sites significant",
+                st.red(&secs(ov)),
+                pct(s.overhead_share_of_mpi.unwrap_or(0.0)),
+                pct(s.overhead_share_of_app.unwrap_or(0.0)),
+                s.significant_sites,
+                s.sites
+            );
+        }
+        None => {
+            let _ = writeln!(o, "  Overhead          {:>9}   unknown: no profile (see METHODS)", "-");
+        }
+    }
+    if !s.worst.is_empty() {
+        let _ = writeln!(
+            o,
+            "  {}",
+            if overhead_known { "Worst lines:" } else { "Most time:" }
+        );
+        for (i, w) in s.worst.iter().enumerate() {
+            let _ = writeln!(o, "    {}. {w}", i + 1);
+        }
+    }
+    o.push('\n');
+
+    // Sites.
+    let top = opts.top.unwrap_or(20).min(r.sites.len());
+    let _ = writeln!(
+        o,
+        "{}  (ranked by {}; {} of {})",
+        st.bold("SITES"),
+        s.ranked_by,
+        top,
+        r.sites.len()
+    );
+    let mut t = Table {
+        head: vec![
+            ("#", Align::Right),
+            ("Location", Align::Left),
+            ("Function", Align::Left),
+            ("MPI call", Align::Left),
+            ("Calls", Align::Right),
+            ("Time", Align::Right),
+            ("Bytes", Align::Right),
+        ],
+        rows: Vec::new(),
+    };
+    if overhead_known {
+        t.head.extend([
+            ("Overhead", Align::Right),
+            ("%MPI", Align::Right),
+            (">tmax", Align::Right),
+            ("Signif.", Align::Left),
+            ("Wait state", Align::Left),
+            ("Late ranks", Align::Left),
+        ]);
+    } else {
+        t.head.push(("%MPI", Align::Right));
+    }
+    for site in r.sites.iter().take(top) {
+        let mut row = vec![
+            plain(site.rank.to_string()),
+            plain(loc(site)),
+            plain(truncate(site.function.as_deref().unwrap_or("-"), 28)),
+            plain(site.mpi_function.clone()),
+            plain(count(site.calls)),
+            plain(secs(site.time_s)),
+            plain(bytes(site.bytes)),
+        ];
+        if overhead_known {
+            let sig = match site.significance.as_str() {
+                "significant" => ("yes".to_string(), Some("1;31")),
+                "not significant" => ("no".to_string(), None),
+                other => (other.to_string(), Some("2")),
+            };
+            let late: Vec<String> = site.late_ranks.iter().take(4).map(|x| x.to_string()).collect();
+            let more = if site.late_ranks.len() > 4 { ",..." } else { "" };
+            row.extend([
+                (opt_secs(site.overhead_s), site.significant.then_some("1;31")),
+                plain(site.share_of_mpi_time.map(pct).unwrap_or_else(|| "-".into())),
+                plain(site.exceed_fraction.map(pct).unwrap_or_else(|| "-".into())),
+                sig,
+                plain(site.wait_state.clone().unwrap_or_else(|| "-".into())),
+                plain(if late.is_empty() { "-".into() } else { format!("{}{more}", late.join(",")) }),
+            ]);
+        } else {
+            row.push(plain(pct(site.time_share_of_mpi)));
+        }
+        t.rows.push(row);
+    }
+    t.render(&mut o, &st, "  ");
+    o.push('\n');
+
+    // Per-rank spread of the top sites.
+    let _ = writeln!(
+        o,
+        "{}  (per site, over the ranks where it occurs)",
+        st.bold("PER-RANK SPREAD")
+    );
+    let mut t = Table {
+        head: vec![
+            ("#", Align::Right),
+            ("Location", Align::Left),
+            ("Ranks", Align::Right),
+            ("Time min", Align::Right),
+            ("(rank)", Align::Left),
+            ("median", Align::Right),
+            ("max", Align::Right),
+            ("(rank)", Align::Left),
+            ("Call min", Align::Right),
+            ("Call max", Align::Right),
+        ],
+        rows: Vec::new(),
+    };
+    if overhead_known {
+        t.head.extend([
+            ("Overhead min", Align::Right),
+            ("median", Align::Right),
+            ("max", Align::Right),
+            ("worst rank", Align::Right),
+        ]);
+    }
+    for site in r.sites.iter().take(top) {
+        let p = &site.per_rank;
+        let mut row = vec![
+            plain(site.rank.to_string()),
+            plain(loc(site)),
+            plain(p.ranks.to_string()),
+            plain(secs(p.time_min_s)),
+            plain(format!("({})", p.time_min_rank)),
+            plain(secs(p.time_median_s)),
+            plain(secs(p.time_max_s)),
+            plain(format!("({})", p.time_max_rank)),
+            plain(secs(site.min_call_s)),
+            plain(secs(site.max_call_s)),
+        ];
+        if overhead_known {
+            row.extend([
+                plain(opt_secs(p.overhead_min_s)),
+                plain(opt_secs(p.overhead_median_s)),
+                plain(opt_secs(p.overhead_max_s)),
+                plain(if p.overhead_max_s.is_some() { p.worst_rank.to_string() } else { "-".into() }),
+            ]);
+        }
+        t.rows.push(row);
+    }
+    t.render(&mut o, &st, "  ");
+    o.push('\n');
+
+    // Ranks.
+    let shown: Vec<&crate::model::RankReport> = if r.ranks.len() <= 16 {
+        r.ranks.iter().collect()
+    } else {
+        let mut v: Vec<&crate::model::RankReport> = r.ranks.iter().collect();
+        v.sort_by(|a, b| {
+            let k = |x: &crate::model::RankReport| x.overhead_s.unwrap_or(x.mpi_time_s);
+            k(b).total_cmp(&k(a)).then(a.rank.cmp(&b.rank))
+        });
+        v.truncate(10);
+        v
+    };
+    let _ = writeln!(
+        o,
+        "{}  ({})",
+        st.bold("RANKS"),
+        if shown.len() == r.ranks.len() {
+            "all".to_string()
+        } else {
+            format!(
+                "the {} with the most {} of {}",
+                shown.len(),
+                if overhead_known { "overhead" } else { "MPI time" },
+                r.ranks.len()
+            )
+        }
+    );
+    let mut t = Table {
+        head: vec![
+            ("Rank", Align::Right),
+            ("Host", Align::Left),
+            ("App time", Align::Right),
+            ("MPI time", Align::Right),
+            ("MPI %", Align::Right),
+            ("Overhead", Align::Right),
+            ("Record", Align::Left),
+        ],
+        rows: Vec::new(),
+    };
+    for k in &shown {
+        t.rows.push(vec![
+            plain(k.rank.to_string()),
+            plain(truncate(&k.host, 24)),
+            plain(secs(k.app_time_s)),
+            plain(secs(k.mpi_time_s)),
+            plain(pct(if k.app_time_s > 0.0 { k.mpi_time_s / k.app_time_s } else { 0.0 })),
+            plain(opt_secs(k.overhead_s)),
+            (k.finished.clone(), (k.finished != "finalize").then_some("33")),
+        ]);
+    }
+    t.render(&mut o, &st, "  ");
+    if r.ranks.len() > 16 {
+        let mut m: Vec<f64> = r.ranks.iter().map(|k| k.mpi_time_s).collect();
+        m.sort_by(f64::total_cmp);
+        let _ = writeln!(
+            o,
+            "  MPI time over all ranks: min {}, median {}, max {}",
+            secs(m[0]),
+            secs(m[m.len() / 2]),
+            secs(m[m.len() - 1])
+        );
+    }
+    o.push('\n');
+
+    // Wait matrix.
+    let wm = &r.wait_matrix;
+    if !wm.cells.is_empty() {
+        let by = if wm.metric == "overhead_s" {
+            "overhead of Late Sender / Late Receiver calls"
+        } else {
+            "time in point-to-point calls"
+        };
+        let _ = writeln!(
+            o,
+            "{}  (who waited on whom, by {by}; {} of {} pairs, total {})",
+            st.bold("WAIT MATRIX"),
+            wm.cells.len().min(10),
+            wm.cells_total,
+            secs(wm.total_s)
+        );
+        let mut t = Table {
+            head: vec![
+                ("Rank", Align::Right),
+                ("waited on", Align::Right),
+                ("for", Align::Right),
+                ("share", Align::Right),
+                ("calls", Align::Right),
+            ],
+            rows: Vec::new(),
+        };
+        for c in wm.cells.iter().take(10) {
+            t.rows.push(vec![
+                plain(c.waiter.to_string()),
+                plain(c.peer.to_string()),
+                plain(secs(c.value_s)),
+                plain(pct(if wm.total_s > 0.0 { c.value_s / wm.total_s } else { 0.0 })),
+                plain(count(c.calls)),
+            ]);
+        }
+        t.render(&mut o, &st, "  ");
+        o.push('\n');
+    }
+
+    // Methods.
+    let m = &r.methods;
+    let _ = writeln!(o, "{}", st.bold("METHODS"));
+    match &m.profile {
+        Some(p) => {
+            let how = if p.source == "record" {
+                "tmax recorded online"
+            } else {
+                "re-analysed from the histograms"
+            };
+            let matched = match p.matched {
+                Some(true) => "environment matches the run".to_string(),
+                Some(false) => st.yellow("environment does NOT match the run"),
+                None => "environment not checked".to_string(),
+            };
+            let _ = writeln!(o, "  Profile      {} ({how}; {matched})", p.path);
+            if let Some(n) = &p.note {
+                let _ = writeln!(o, "               {n}");
+            }
+        }
+        None => {
+            let _ = writeln!(o, "  Profile      none");
+        }
+    }
+    if let Some(h) = &m.hint {
+        let _ = writeln!(o, "  {}", st.yellow(&format!("Note         {h}")));
+    }
+    let _ = writeln!(
+        o,
+        "  Overhead     sum over calls of max(0, t - tmax), from the recorded histograms (1 % buckets)"
+    );
+    let _ = writeln!(
+        o,
+        "  Significance q_max {}, alpha {}{}: {}",
+        m.q_max.map(|q| q.to_string()).unwrap_or_else(|| "unknown".into()),
+        m.alpha,
+        m.min_calls
+            .map(|c| format!(", at least {c} calls needed"))
+            .unwrap_or_default(),
+        m.test
+    );
+    let _ = writeln!(
+        o,
+        "  Wait states  Scalasca's names; sends of {} or more are rendezvous ({}), MPI_Ssend always, MPI_Bsend never",
+        bytes(m.rendezvous_bytes),
+        m.rendezvous_source
+    );
+    let l = &m.lookups;
+    if l.entries > 0 || m.profile.is_some() {
+        let _ = writeln!(
+            o,
+            "  Lookups      {} keys ({} calls) with a tmax, {} out of the calibrated range ({} calls), {} without ({} calls)",
+            count(l.entries),
+            count(l.calls),
+            count(l.out_of_range_entries),
+            count(l.out_of_range_calls),
+            count(l.missing_entries),
+            count(l.missing_calls)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  Timer        {}, resolution {}, read cost {}",
+        m.timer.name,
+        secs(m.timer.resolution_s),
+        secs(m.timer.cost_s)
+    );
+    let _ = writeln!(
+        o,
+        "  Tool cost    {} per call x {} calls = {} ({} of application time)",
+        secs(m.tool.cost_per_call_s),
+        count(m.tool.calls),
+        secs(m.tool.time_s),
+        pct(m.tool.share_of_app)
+    );
+    if m.folded_keys > 0 {
+        let _ = writeln!(
+            o,
+            "  Folded       {} keys, {} calls over the interposer's key cap (shown as `other`)",
+            count(m.folded_keys),
+            count(m.folded_calls)
+        );
+    }
+    let _ = writeln!(o, "  Call sites   caller depth {} (MPIOVER_DEPTH)", m.depth);
+
+    if !r.warnings.is_empty() {
+        o.push('\n');
+        let _ = writeln!(o, "{}", st.bold("WARNINGS"));
+        for w in &r.warnings {
+            let _ = writeln!(o, "  - {}", st.yellow(w));
+        }
+    }
+    let _ = st.dim("");
+    o.into_bytes()
+}

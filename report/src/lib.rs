@@ -1,0 +1,20 @@
+//! The report side of mpiover (the `mpiover` command), as a library so that
+//! tests, examples and benchmarks can drive it.
+//!
+//! - [`analysis`]: run directory -> [`model::Report`] (streaming, parallel).
+//! - [`model`]: the finished report, `mpiover-report/1` (the JSON schema).
+//! - [`export`]: one exporter per format (text, JSON, CSV, HTML).
+//! - [`diff`]: two runs compared site by site.
+//! - [`signif`]: the binomial test and Benjamini-Hochberg.
+//! - [`tmax`]: where tmax comes from when re-analysing against a profile.
+//! - [`synth`]: synthetic records for tests and the scale benchmark.
+
+pub mod analysis;
+pub mod cli;
+pub mod diff;
+pub mod export;
+pub mod model;
+pub mod signif;
+pub mod synth;
+pub mod tmax;
+pub mod units;

@@ -1,0 +1,311 @@
+//! The finished report, `mpiover-report/1`: what every exporter is fed.
+//!
+//! The JSON export is this structure serialized, so the field names below are
+//! the JSON keys. The keys of issue 2 (`schema`, `run.{ranks, command,
+//! mpi_library}`, `summary.{app_time_s, mpi_time_s, overhead_s}`,
+//! `sites[].{mpi_function, file, line, function, calls, time_s, bytes,
+//! overhead_s}`) are stable; later additions only add keys.
+//!
+//! Conventions: times in seconds (`_s`), shares in 0..1, ranks are ranks of
+//! `MPI_COMM_WORLD`, sums over ranks are rank-seconds.
+
+use serde::{Deserialize, Serialize};
+
+pub const REPORT_SCHEMA: &str = "mpiover-report/1";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// Always [`REPORT_SCHEMA`].
+    pub schema: String,
+    /// `mpiover <version>`.
+    pub generator: String,
+    pub run: RunInfo,
+    pub summary: Summary,
+    /// Every site, ranked (worst first).
+    pub sites: Vec<SiteReport>,
+    /// One row per rank that has a record, in rank order.
+    pub ranks: Vec<RankReport>,
+    pub wait_matrix: WaitMatrix,
+    pub methods: Methods,
+    /// Problems found while reading the run (missing ranks, killed ranks, the
+    /// tool's own warnings), each once.
+    pub warnings: Vec<String>,
+    /// What only the HTML export shows (not in the JSON).
+    #[serde(skip)]
+    pub detail: Detail,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// The run directory as given.
+    pub dir: String,
+    pub run_id: String,
+    /// World size.
+    pub ranks: u32,
+    /// Ranks that left a record.
+    pub ranks_present: u32,
+    /// argv of the lowest rank.
+    pub command: Vec<String>,
+    /// `MPI_Get_library_version` of the lowest rank.
+    pub mpi_library: String,
+    pub thread_level: String,
+    /// Distinct host names, sorted.
+    pub hosts: Vec<String>,
+    /// Earliest `MPI_Init` and latest record write (Unix seconds).
+    pub start_unix_s: f64,
+    pub end_unix_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    /// Application time summed over ranks (rank-seconds, as mpiP's aggregate).
+    pub app_time_s: f64,
+    /// Longest application time of one rank (wall-clock of the run).
+    pub app_wall_s: f64,
+    /// Time in MPI, summed over ranks.
+    pub mpi_time_s: f64,
+    /// Time in the communication events of the sites, summed over ranks.
+    pub event_time_s: f64,
+    /// Overhead (time beyond tmax) summed over sites; null without a profile.
+    pub overhead_s: Option<f64>,
+    pub overhead_share_of_mpi: Option<f64>,
+    pub overhead_share_of_app: Option<f64>,
+    /// `overhead` when a profile gave tmax, else `time`.
+    pub ranked_by: String,
+    /// Event calls over all sites and ranks.
+    pub calls: u64,
+    pub sites: usize,
+    pub significant_sites: usize,
+    /// The worst sites, one sentence each (at most three).
+    pub worst: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SiteReport {
+    /// Position in the ranking, from 1.
+    pub rank: usize,
+    pub mpi_function: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// Enclosing function of the call.
+    pub function: Option<String>,
+    /// `file:line`, or `module+offset` when the address was not resolved.
+    pub location: String,
+    pub module: Option<String>,
+    pub offset: Option<String>,
+    /// For inlined code: the callers it was inlined into, innermost first.
+    pub inlined_into: Vec<String>,
+    pub calls: u64,
+    pub time_s: f64,
+    /// Bytes moved, summed over calls and ranks.
+    pub bytes: u64,
+    pub min_call_s: f64,
+    pub max_call_s: f64,
+    /// Share of all ranks' MPI time spent at this site.
+    pub time_share_of_mpi: f64,
+    /// Sum of max(0, t - tmax) over calls; null when no call had a tmax.
+    pub overhead_s: Option<f64>,
+    /// Sum of tmax over the calls that had one.
+    pub tmax_s: Option<f64>,
+    /// Share of the calls with a tmax that took longer than it.
+    pub exceed_fraction: Option<f64>,
+    /// Estimated number of calls over tmax (from the histograms).
+    pub calls_over_tmax: Option<f64>,
+    /// Calls that had a tmax.
+    pub calls_with_tmax: u64,
+    /// Calls whose tmax lookup fell outside the profile's measured range.
+    pub out_of_range_calls: u64,
+    pub share_of_mpi_time: Option<f64>,
+    pub share_of_app_time: Option<f64>,
+    /// Scalasca's name of the wait state the overhead indicates, or null.
+    pub wait_state: Option<String>,
+    /// World ranks that made this site wait, worst first (at most 16).
+    pub late_ranks: Vec<u32>,
+    /// How `late_ranks` were found: `peer` (the point-to-point peer of the
+    /// waiting calls) or `arrival` (the ranks that spent the least time in a
+    /// collective, i.e. arrived last).
+    pub late_basis: Option<String>,
+    /// Overhead (or, for `arrival`, lateness in seconds) per late rank.
+    pub late_ranks_s: Vec<f64>,
+    /// Calls over tmax significantly above the (1 - q_max) expected by
+    /// chance (one-sided binomial test, Benjamini-Hochberg across sites).
+    pub significant: bool,
+    /// `significant`, `not significant`, `too few calls`, `no tmax` or `no q_max`.
+    pub significance: String,
+    pub p_value: Option<f64>,
+    /// Benjamini-Hochberg adjusted p-value.
+    pub q_value: Option<f64>,
+    pub per_rank: PerRank,
+    /// For completions (`MPI_Wait`...): the functions of the requests completed.
+    pub completes: Vec<String>,
+    /// For completions: where the completed requests were posted.
+    pub posted_at: Vec<String>,
+}
+
+/// Per-rank figures of one site, over the ranks where it occurs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PerRank {
+    pub ranks: u32,
+    pub time_min_s: f64,
+    pub time_median_s: f64,
+    pub time_max_s: f64,
+    pub time_min_rank: u32,
+    pub time_max_rank: u32,
+    pub overhead_min_s: Option<f64>,
+    pub overhead_median_s: Option<f64>,
+    pub overhead_max_s: Option<f64>,
+    /// The rank with the most overhead (most time without a profile).
+    pub worst_rank: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RankReport {
+    pub rank: u32,
+    pub host: String,
+    pub app_time_s: f64,
+    pub mpi_time_s: f64,
+    pub event_time_s: f64,
+    pub overhead_s: Option<f64>,
+    /// Wrapped MPI calls of the rank (events and others).
+    pub calls: u64,
+    /// The tool's own estimated cost: cost per call x calls.
+    pub tool_time_s: f64,
+    pub finished: String,
+}
+
+/// Who waited on whom in point-to-point calls.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WaitMatrix {
+    /// `overhead_s` (overhead of Late Sender / Late Receiver calls) when a
+    /// profile gave tmax, else `time_s` (time in point-to-point calls).
+    pub metric: String,
+    pub total_s: f64,
+    /// Number of non-zero cells; `cells` holds the largest (at most 10,000).
+    pub cells_total: usize,
+    pub cells: Vec<WaitCell>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WaitCell {
+    /// The rank that waited.
+    pub waiter: u32,
+    /// The peer it waited on.
+    pub peer: u32,
+    pub value_s: f64,
+    pub calls: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Methods {
+    /// The profile the overhead comes from; null without one.
+    pub profile: Option<ProfileMethod>,
+    pub q_max: Option<f64>,
+    /// False discovery rate of the significance test.
+    pub alpha: f64,
+    pub test: String,
+    /// Fewest calls with which a site can be significant at all.
+    pub min_calls: Option<u64>,
+    /// Sends of at least this many bytes are taken as rendezvous sends
+    /// (Late Receiver); `MPI_Ssend` always, `MPI_Bsend` never.
+    pub rendezvous_bytes: u64,
+    /// Where that threshold comes from: `option`, `profile` or `default`.
+    pub rendezvous_source: String,
+    pub lookups: Lookups,
+    pub tool: ToolCost,
+    pub timer: TimerInfo,
+    /// Keys the interposer folded into `other` because of its cap.
+    pub folded_keys: u64,
+    pub folded_calls: u64,
+    /// `MPIOVER_DEPTH` of the run.
+    pub depth: u32,
+    /// How to get overhead when there is no profile.
+    pub hint: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProfileMethod {
+    /// `--profile` (re-analysed from the histograms) or `record` (online).
+    pub source: String,
+    pub path: String,
+    /// Whether the profile's environment matches the run; null if unknown.
+    pub matched: Option<bool>,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Lookups {
+    /// Aggregation keys that got a tmax, and their calls.
+    pub entries: u64,
+    pub calls: u64,
+    /// Of those, outside the profile's measured range.
+    pub out_of_range_entries: u64,
+    pub out_of_range_calls: u64,
+    /// Keys (and calls) for which the profile had no tmax.
+    pub missing_entries: u64,
+    pub missing_calls: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolCost {
+    /// Median over ranks of the measured cost per wrapped call.
+    pub cost_per_call_s: f64,
+    /// Wrapped calls over all ranks.
+    pub calls: u64,
+    /// Sum over ranks of cost per call x calls.
+    pub time_s: f64,
+    /// That time as a share of the application time.
+    pub share_of_app: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TimerInfo {
+    pub name: String,
+    /// Coarsest resolution over ranks.
+    pub resolution_s: f64,
+    /// Largest cost of one read over ranks.
+    pub cost_s: f64,
+}
+
+/// HTML-only details, computed for the top sites.
+#[derive(Debug, Clone, Default)]
+pub struct Detail {
+    pub heatmap: Option<Heatmap>,
+    /// Indexed like `Report::sites`; `None` past the detailed sites.
+    pub dists: Vec<Option<Dist>>,
+    pub sources: Vec<Option<Source>>,
+}
+
+/// Overhead (or time) per site and rank for the top sites.
+#[derive(Debug, Clone)]
+pub struct Heatmap {
+    /// `overhead_s` or `time_s`.
+    pub metric: String,
+    /// Site indices (into `Report::sites`).
+    pub rows: Vec<usize>,
+    /// Rank ranges `[lo, hi]` of the columns (one rank each up to 128 ranks).
+    pub cols: Vec<(u32, u32)>,
+    /// `values[row][col]`: the largest value over the column's ranks, `None`
+    /// when no rank of the column has the site.
+    pub values: Vec<Vec<Option<f64>>>,
+}
+
+/// Distribution of a site's call times on log-spaced bins.
+#[derive(Debug, Clone)]
+pub struct Dist {
+    /// Lower edge of each bin (seconds), and one past the last.
+    pub edges: Vec<f64>,
+    pub counts: Vec<u64>,
+    /// Range and call-weighted mean of tmax over the calls that had one.
+    pub tmax_min_s: Option<f64>,
+    pub tmax_mean_s: Option<f64>,
+    pub tmax_max_s: Option<f64>,
+}
+
+/// Source lines around a site.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub path: String,
+    /// `(line number, text)`.
+    pub lines: Vec<(u32, String)>,
+    pub highlight: u32,
+}

@@ -1,0 +1,259 @@
+//! `mpiover profile show | lookup | merge` on profiles written here.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use mpiover_common::profile::{Entry, Environment, Method, Profile, RunInfo};
+
+fn mpiover(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mpiover"))
+        .args(args)
+        .output()
+        .expect("mpiover runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("mpiover-profile-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> Entry {
+    Entry {
+        function: function.into(),
+        p,
+        bytes,
+        role: role.map(String::from),
+        same_host: if function == "MPI_Send" {
+            Some(true)
+        } else {
+            None
+        },
+        hosts: 1,
+        n: 200,
+        n_invalid: 5,
+        min_s: tmax / 2.0,
+        median_s: tmax * 0.6,
+        median_ci_s: Some([tmax * 0.55, tmax * 0.65]),
+        max_s: Some(tmax * 3.0),
+        q90_s: Some(tmax * 0.9),
+        q99_s: Some(tmax * 1.2),
+        tmax_s: tmax,
+        model: Some("exponential".into()),
+        lambda: Some(1e6),
+        chi2: Some(4.0),
+        df: Some(5),
+        critical: Some(11.07),
+        accepted: true,
+        fallback: false,
+        bin_width_s: Some(1e-8),
+        window_s: Some(2e-5),
+        stop: Some("stable".into()),
+        sum_s: Some(tmax * 100.0),
+        elapsed_s: Some(0.01),
+        note: None,
+        runs: vec![],
+    }
+}
+
+fn write_profile(path: &Path, run: &str, scale: f64) {
+    let env = Environment {
+        hosts: vec!["node1".into()],
+        ranks: 4,
+        ranks_per_host: vec![4],
+        mpi_library: "Open MPI v4.1.4".into(),
+        cpu_model: "AMD EPYC".into(),
+        ..Default::default()
+    };
+    let mut p = Profile::new(
+        env,
+        Method {
+            sync: "window".into(),
+            q_max: 0.99,
+            alpha: 0.05,
+            ..Default::default()
+        },
+    );
+    p.runs.push(RunInfo {
+        id: run.into(),
+        ranks: 4,
+        complete: true,
+        ..Default::default()
+    });
+    for pp in [2u32, 4] {
+        for (i, b) in [1u64, 100, 10_000].into_iter().enumerate() {
+            let t = scale * 1e-6 * pp as f64 * (1.0 + i as f64);
+            let mut e = entry("MPI_Allreduce", pp, b, None, t);
+            e.runs = vec![e.as_run(run)];
+            p.push_entry(e);
+            for role in ["root", "nonroot"] {
+                let mut e = entry("MPI_Bcast", pp, b, Some(role), t);
+                e.runs = vec![e.as_run(run)];
+                p.push_entry(e);
+            }
+        }
+    }
+    let mut e = entry("MPI_Send", 2, 100, None, 2e-6);
+    e.runs = vec![e.as_run(run)];
+    p.push_entry(e);
+    p.save_atomic(path).unwrap();
+}
+
+#[test]
+fn show_prints_a_table() {
+    let d = tmpdir("show");
+    let f = d.join("p.json");
+    write_profile(&f, "run-a", 1.0);
+    let o = mpiover(&["profile", "show", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(
+        s.contains("Open MPI v4.1.4") && s.contains("AMD EPYC") && s.contains("q_max 0.99"),
+        "{s}"
+    );
+    assert!(
+        s.contains("MPI_Allreduce") && s.contains("nonroot") && s.contains("exponential"),
+        "{s}"
+    );
+    assert!(s.contains("19 entries"), "{s}");
+    let o = mpiover(&[
+        "profile",
+        "show",
+        f.to_str().unwrap(),
+        "--function",
+        "bcast",
+    ]);
+    assert!(o.status.success());
+    assert!(!stdout(&o).contains("MPI_Allreduce  "), "{}", stdout(&o));
+    assert!(stdout(&o).contains("12 entries"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn lookup_exact_interpolated_out_of_range() {
+    let d = tmpdir("lookup");
+    let f = d.join("p.json");
+    write_profile(&f, "run-a", 1.0);
+    let fs = f.to_str().unwrap();
+    let o = mpiover(&["profile", "lookup", fs, "MPI_Allreduce", "4", "100"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("tmax = 8e-6 s") && s.contains("exact"), "{s}");
+    let o = mpiover(&["profile", "lookup", fs, "allreduce", "3", "1000"]);
+    let s = stdout(&o);
+    assert!(s.contains("interpolated between p=2 and p=4"), "{s}");
+    let o = mpiover(&[
+        "profile",
+        "lookup",
+        fs,
+        "MPI_Allreduce",
+        "64",
+        "100",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["kind"], "out of range");
+    assert_eq!(v["out_of_range"], true);
+    assert_eq!(v["tmax_s"].as_f64().unwrap(), 4.0 * 2e-6);
+    let o = mpiover(&[
+        "profile",
+        "lookup",
+        fs,
+        "MPI_Bcast",
+        "2",
+        "1",
+        "--role",
+        "root",
+    ]);
+    assert!(stdout(&o).contains("tmax = 2e-6 s"), "{}", stdout(&o));
+    // Errors: no role for a rooted function, unknown function, missing file.
+    let o = mpiover(&["profile", "lookup", fs, "MPI_Bcast", "2", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--role"), "{}", stderr(&o));
+    let o = mpiover(&["profile", "lookup", fs, "MPI_Alltoall", "2", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no entry for MPI_Alltoall"),
+        "{}",
+        stderr(&o)
+    );
+    let o = mpiover(&[
+        "profile",
+        "lookup",
+        d.join("none.json").to_str().unwrap(),
+        "MPI_Send",
+        "2",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("none.json") && stderr(&o).contains("cannot read"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn merge_keeps_both_runs_summaries() {
+    let d = tmpdir("merge");
+    let (a, b, c) = (d.join("a.json"), d.join("b.json"), d.join("c.json"));
+    write_profile(&a, "run-a", 1.0);
+    write_profile(&b, "run-b", 1.2);
+    let o = mpiover(&[
+        "profile",
+        "merge",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-o",
+        c.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("19 entries (19 measured in more than one run), 2 runs"),
+        "{}",
+        stdout(&o)
+    );
+    let m = Profile::load(&c).unwrap();
+    assert_eq!(m.runs.len(), 2);
+    let e = m
+        .entries
+        .iter()
+        .find(|e| e.function == "MPI_Allreduce" && e.p == 4 && e.bytes == 100)
+        .unwrap();
+    assert_eq!(e.runs.len(), 2);
+    assert_eq!(e.runs[0].run, "run-a");
+    assert_eq!(e.runs[1].run, "run-b");
+    assert!(
+        (e.runs[0].tmax_s - 8e-6).abs() < 1e-15 && (e.runs[1].tmax_s - 1.2 * 8e-6).abs() < 1e-15
+    );
+    assert!(
+        (e.tmax_s - 1.2 * 8e-6).abs() < 1e-15,
+        "merged tmax is the larger"
+    );
+    assert_eq!(e.n, 400);
+    // The merged profile is shown with its runs and looked up as usual.
+    let o = mpiover(&["profile", "show", c.to_str().unwrap()]);
+    assert!(stdout(&o).contains("run-a") && stdout(&o).contains("run-b"));
+    // Merging a profile with itself is refused.
+    let o = mpiover(&[
+        "profile",
+        "merge",
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+        "-o",
+        c.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("both profiles"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&d);
+}
