@@ -25,7 +25,11 @@ struct Library {
 }
 
 fn parse_flags(source: String, mpicc: Option<String>, flags: &str) -> Library {
-    let mut lib = Library { source, mpicc, ..Default::default() };
+    let mut lib = Library {
+        source,
+        mpicc,
+        ..Default::default()
+    };
     for tok in flags.split_whitespace() {
         if let Some(p) = tok.strip_prefix("-I") {
             lib.include.push(p.into());
@@ -52,11 +56,17 @@ fn probe_mpicc(cmd: &str) -> Result<Library, String> {
         .output()
         .map_err(|e| format!("`{cmd} -show` could not run: {e}"))?;
     if !out.status.success() {
-        return Err(format!("`{cmd} -show` failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(format!(
+            "`{cmd} -show` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     // Drop the compiler itself (first word).
-    let flags = text.split_once(char::is_whitespace).map(|x| x.1).unwrap_or("");
+    let flags = text
+        .split_once(char::is_whitespace)
+        .map(|x| x.1)
+        .unwrap_or("");
     let lib = parse_flags(format!("{cmd} -show"), Some(cmd.to_string()), flags);
     if lib.libs.is_empty() {
         return Err(format!("`{cmd} -show` names no library: {}", text.trim()));
@@ -70,9 +80,16 @@ fn probe_pkg_config(name: &str) -> Result<Library, String> {
         .output()
         .map_err(|e| format!("pkg-config could not run for {name}: {e}"))?;
     if !out.status.success() {
-        return Err(format!("pkg-config {name}: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(format!(
+            "pkg-config {name}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
-    Ok(parse_flags(format!("pkg-config {name}"), None, &String::from_utf8_lossy(&out.stdout)))
+    Ok(parse_flags(
+        format!("pkg-config {name}"),
+        None,
+        &String::from_utf8_lossy(&out.stdout),
+    ))
 }
 
 fn probe() -> Result<Library, Vec<String>> {
@@ -110,7 +127,9 @@ fn main() {
             for e in &errors {
                 eprintln!("  - {e}");
             }
-            eprintln!("Install one (Debian: apt-get install libopenmpi-dev openmpi-bin) or set MPICC.");
+            eprintln!(
+                "Install one (Debian: apt-get install libopenmpi-dev openmpi-bin) or set MPICC."
+            );
             panic!("no MPI library found: {}", errors.join("; "));
         }
     };
@@ -151,7 +170,9 @@ fn main() {
     }
     let bindings = builder.generate().expect("bindgen failed on mpi.h");
     let bindings_path = out.join("bindings.rs");
-    bindings.write_to_file(&bindings_path).expect("cannot write bindings");
+    bindings
+        .write_to_file(&bindings_path)
+        .expect("cannot write bindings");
 
     let mut build = cc::Build::new();
     build.file("src/shim.c").warnings(false);
@@ -160,7 +181,12 @@ fn main() {
     }
     build.compile("mpiover_mpisys_shim");
 
-    let join = |v: &[PathBuf]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":");
+    let join = |v: &[PathBuf]| {
+        v.iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(":")
+    };
     println!("cargo:bindings={}", bindings_path.display());
     println!("cargo:flavor={flavor}");
     println!("cargo:include={}", join(&lib.include));

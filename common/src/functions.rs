@@ -134,10 +134,7 @@ pub const EVENTS: &[(&str, EventClass)] = &[
 
 /// Class of an event function, by its C name (`MPI_Recv`).
 pub fn class_of(function: &str) -> Option<EventClass> {
-    EVENTS
-        .iter()
-        .find(|(n, _)| *n == function)
-        .map(|(_, c)| *c)
+    EVENTS.iter().find(|(n, _)| *n == function).map(|(_, c)| *c)
 }
 
 #[cfg(test)]
@@ -156,11 +153,26 @@ mod tests {
 
     #[test]
     fn scalasca_names() {
-        assert_eq!(wait_state(class_of("MPI_Recv").unwrap(), false), Some("Late Sender"));
-        assert_eq!(wait_state(class_of("MPI_Ssend").unwrap(), true), Some("Late Receiver"));
-        assert_eq!(wait_state(class_of("MPI_Allreduce").unwrap(), false), Some("Wait at NxN"));
-        assert_eq!(wait_state(class_of("MPI_Bcast").unwrap(), false), Some("Late Broadcast"));
-        assert_eq!(wait_state(class_of("MPI_Reduce").unwrap(), false), Some("Early Reduce"));
+        assert_eq!(
+            wait_state(class_of("MPI_Recv").unwrap(), false),
+            Some("Late Sender")
+        );
+        assert_eq!(
+            wait_state(class_of("MPI_Ssend").unwrap(), true),
+            Some("Late Receiver")
+        );
+        assert_eq!(
+            wait_state(class_of("MPI_Allreduce").unwrap(), false),
+            Some("Wait at NxN")
+        );
+        assert_eq!(
+            wait_state(class_of("MPI_Bcast").unwrap(), false),
+            Some("Late Broadcast")
+        );
+        assert_eq!(
+            wait_state(class_of("MPI_Reduce").unwrap(), false),
+            Some("Early Reduce")
+        );
     }
 }
 
@@ -170,8 +182,13 @@ mod tests {
 /// `profile.rs`). `Some(true)`: only at the root; `Some(false)`: everywhere.
 fn p_blocks_in_record(function: &str) -> Option<bool> {
     match function {
-        "MPI_Allgather" | "MPI_Allgatherv" | "MPI_Alltoall" | "MPI_Alltoallv" | "MPI_Alltoallw"
-        | "MPI_Reduce_scatter" | "MPI_Reduce_scatter_block" => Some(false),
+        "MPI_Allgather"
+        | "MPI_Allgatherv"
+        | "MPI_Alltoall"
+        | "MPI_Alltoallv"
+        | "MPI_Alltoallw"
+        | "MPI_Reduce_scatter"
+        | "MPI_Reduce_scatter_block" => Some(false),
         "MPI_Gather" | "MPI_Gatherv" | "MPI_Scatter" | "MPI_Scatterv" => Some(true),
         _ => None,
     }

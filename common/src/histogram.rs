@@ -103,7 +103,10 @@ impl Histogram {
     /// Adds every bucket of `other` into `self`.
     pub fn merge(&mut self, other: &Histogram) {
         let mut out = Vec::with_capacity(self.buckets.len() + other.buckets.len());
-        let (mut a, mut b) = (self.buckets.iter().peekable(), other.buckets.iter().peekable());
+        let (mut a, mut b) = (
+            self.buckets.iter().peekable(),
+            other.buckets.iter().peekable(),
+        );
         loop {
             match (a.peek(), b.peek()) {
                 (Some(x), Some(y)) if x.0 == y.0 => {
@@ -191,7 +194,9 @@ impl Histogram {
                 return Some(b.2 as f64 / b.1 as f64 * unit_s);
             }
         }
-        self.buckets.last().map(|b| b.2 as f64 / b.1 as f64 * unit_s)
+        self.buckets
+            .last()
+            .map(|b| b.2 as f64 / b.1 as f64 * unit_s)
     }
 }
 

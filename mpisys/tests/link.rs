@@ -19,7 +19,11 @@ fn library_version_names_the_probed_flavor() {
 #[test]
 fn sentinels_have_their_documented_values() {
     // Open MPI: (void *) 1; MPICH: (void *) -1.
-    let expected = if ffi::FLAVOR == "mpich" { usize::MAX } else { 1 };
+    let expected = if ffi::FLAVOR == "mpich" {
+        usize::MAX
+    } else {
+        1
+    };
     assert_eq!(ffi::consts::in_place() as usize, expected);
     assert!(ffi::consts::status_ignore().is_null());
     assert_eq!(ffi::consts::any_source(), -1);
