@@ -12,11 +12,14 @@
 //! point is the offset measured by a few ping-pongs with rank 0, of which the
 //! one with the smallest round trip is kept (Cristian: the offset estimate of
 //! the fastest exchange has the smallest error bound, rtt/2); the model is the
-//! least-squares line through the fit points. Fit points are taken spread over
-//! the initial synchronization and again at every re-synchronization between
-//! entries, so the time span the slope is learned from grows with the run. A
-//! slope that is not significant (less than three standard errors from zero)
-//! is set to zero: extrapolating a noisy slope would add error, not remove it.
+//! Theil-Sen line through the fit points (median of pairwise slopes, robust to
+//! a fit point spoiled by a preempted rank, where least squares is not). Fit
+//! points are taken spread over the initial synchronization, at the start of
+//! every entry (for the entry's ranks) and at every periodic
+//! re-synchronization, so the offset is always fresh and the time span the
+//! slope is learned from grows with the run. A slope that is not significant
+//! (less than three standard errors from zero) is set to zero: extrapolating a
+//! noisy slope would add error, not remove it.
 //!
 //! A test-only setting, `MPIOVER_CALIBRATE_TEST_CLOCK_SKEW="rank:offset_s:drift"`,
 //! makes that rank's clock read `t + offset + drift * t` (t = the real
@@ -85,9 +88,9 @@ pub struct Clock {
     pub slope_se: f64,
 }
 
-/// Keep this many fit points (the most recent): linear drift is a good model
-/// over minutes, not necessarily over hours.
-const MAX_POINTS: usize = 48;
+/// Keep this many fit points (the most recent; every job adds one): linear
+/// drift is a good model over minutes, not necessarily over hours.
+const MAX_POINTS: usize = 96;
 
 impl Clock {
     /// The clock of this rank, with the test-only skew if it names this rank.
@@ -137,36 +140,64 @@ impl Clock {
         self.refit();
     }
 
-    /// Least-squares line through the fit points; the slope is kept only when
+    /// Robust line through the fit points; the slope is kept only when
     /// significant, else the model is the mean offset.
     fn refit(&mut self) {
-        let n = self.points.len() as f64;
-        if n == 0.0 {
+        let n = self.points.len();
+        if n == 0 {
             return;
         }
-        let mx = self.points.iter().map(|p| p.x_local).sum::<f64>() / n;
-        let my = self.points.iter().map(|p| p.diff).sum::<f64>() / n;
-        let sxx: f64 = self.points.iter().map(|p| (p.x_local - mx).powi(2)).sum();
-        let sxy: f64 = self
-            .points
-            .iter()
-            .map(|p| (p.x_local - mx) * (p.diff - my))
-            .sum();
-        let mut slope = 0.0;
-        let mut se = f64::INFINITY;
-        if n >= 3.0 && sxx > 0.0 {
-            let b = sxy / sxx;
-            let ss: f64 = self
-                .points
-                .iter()
-                .map(|p| (p.diff - my - b * (p.x_local - mx)).powi(2))
-                .sum();
-            se = (ss / (n - 2.0) / sxx).sqrt();
-            if b.abs() > 3.0 * se {
-                slope = b;
+        fn median(mut v: Vec<f64>) -> f64 {
+            v.sort_by(|a, b| a.total_cmp(b));
+            let m = v.len() / 2;
+            if v.len() % 2 == 1 {
+                v[m]
+            } else {
+                0.5 * (v[m - 1] + v[m])
             }
         }
-        let intercept = my - slope * mx;
+        // Theil-Sen: the median of the pairwise slopes, robust to the odd fit
+        // point that a preempted rank spoiled (a loaded machine has them).
+        let mut slope = 0.0;
+        let mut se = f64::INFINITY;
+        if n >= 3 {
+            let mut slopes = Vec::with_capacity(n * (n - 1) / 2);
+            for i in 0..n {
+                for j in i + 1..n {
+                    let (a, b) = (self.points[i], self.points[j]);
+                    let dx = b.x_local - a.x_local;
+                    if dx.abs() > 1e-6 {
+                        slopes.push((b.diff - a.diff) / dx);
+                    }
+                }
+            }
+            if !slopes.is_empty() {
+                let b = median(slopes);
+                let c = median(self.points.iter().map(|p| p.diff - b * p.x_local).collect());
+                // Standard error of the slope from a robust residual scale
+                // (1.4826 MAD), as for least squares.
+                let mad = median(
+                    self.points
+                        .iter()
+                        .map(|p| (p.diff - b * p.x_local - c).abs())
+                        .collect(),
+                );
+                let mx = self.points.iter().map(|p| p.x_local).sum::<f64>() / n as f64;
+                let sxx: f64 = self.points.iter().map(|p| (p.x_local - mx).powi(2)).sum();
+                if sxx > 0.0 {
+                    se = 1.4826 * mad / sxx.sqrt();
+                    if b.abs() > 3.0 * se {
+                        slope = b;
+                    }
+                }
+            }
+        }
+        let intercept = median(
+            self.points
+                .iter()
+                .map(|p| p.diff - slope * p.x_local)
+                .collect(),
+        );
         self.model = Model { slope, intercept };
         self.slope_se = se;
         self.residual = (self
@@ -174,7 +205,7 @@ impl Clock {
             .iter()
             .map(|p| (p.diff - slope * p.x_local - intercept).powi(2))
             .sum::<f64>()
-            / n)
+            / n as f64)
             .sqrt();
     }
 
@@ -232,9 +263,10 @@ const TAG_GO: i32 = 9001;
 const TAG_PING: i32 = 9002;
 const TAG_PONG: i32 = 9003;
 
-/// One synchronization round over `world`: every rank != 0 in turn exchanges
-/// `exchanges` ping-pongs with rank 0 and adds the fit point of its fastest
-/// exchange to its model. Ranks wait for their turn without spinning.
+/// One synchronization round over `world` (or a job's communicator, whose
+/// rank 0 is world rank 0): every rank != 0 in turn exchanges `exchanges`
+/// ping-pongs with rank 0 and adds the fit point of its fastest exchange to
+/// its model. Ranks wait for their turn without spinning.
 pub fn sync_round(clock: &mut Clock, world: Comm, exchanges: u32) {
     let me = mpi::rank(world);
     let p = mpi::size(world);

@@ -456,6 +456,7 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
         window_slack_s: 0.0,
         delay,
         world_rank: me,
+        sync_exchanges: a.sync_exchanges,
     };
 
     // Rank 0: the job queue (resume: what is missing, the first missing last).
@@ -488,8 +489,10 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
         pr.update(total - queue.len(), "starting");
         progress = Some((pr, total - queue.len()));
         prof.method.clock_sync = (a.sync == SyncArg::Window).then(|| ClockSync {
-            method: "Jones-Koenig linear regression of ping-pong offsets against rank 0 (fastest of each \
-                     fit point's exchanges), slope kept when significant (> 3 standard errors)"
+            method: "Jones-Koenig style: ping-pong offsets against rank 0 (the fastest of each fit \
+                     point's exchanges), Theil-Sen line through the fit points, slope kept when \
+                     significant (> 3 standard errors); fit points at the start, before every entry \
+                     and every resync_interval_s"
                 .into(),
             fitpoints: a.sync_fitpoints,
             exchanges: a.sync_exchanges,
@@ -568,7 +571,7 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
             job.kind,
             job.bytes,
             comm,
-            &clock,
+            &mut clock,
             &job_settings,
             sel,
             deadline,

@@ -52,6 +52,8 @@ pub struct Settings {
     /// Test-only delay: (world rank, every, seconds).
     pub delay: Option<(i32, u64, f64)>,
     pub world_rank: i32,
+    /// Ping-pongs per clock fit point.
+    pub sync_exchanges: u32,
 }
 
 /// What rank 0 of the job learned.
@@ -133,7 +135,7 @@ pub fn run_job(
     kind: Kind,
     bytes: u64,
     comm: Comm,
-    clock: &Clock,
+    clock: &mut Clock,
     s: &Settings,
     selected: &[bool],
     deadline: f64,
@@ -143,6 +145,14 @@ pub fn run_job(
     let slots = kind.slots();
     let n_entries = kind.entries().len();
     let mut bufs = Bufs::new(kind, p as u32, bytes);
+    // A fresh fit point with rank 0 for every rank of the job: the model's
+    // offset is current whatever the error of its slope (SKaMPI and NBCBench
+    // re-synchronize per measurement too); the points also lengthen the time
+    // span the slope is learned from.
+    if s.sync == Sync::Window {
+        crate::clock::sync_round(clock, comm, s.sync_exchanges);
+    }
+    let clock: &Clock = clock;
     let t_job0 = clock.now();
 
     // Warm-up (barrier-synchronized, discarded): first contact, caches, and an
