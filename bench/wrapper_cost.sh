@@ -16,6 +16,11 @@
 # on the other, both wrapped. Target (issue 2): <= 80 ns added on the local
 # tests.
 #
+# A third mode ("prof") preloads with MPIOVER_PROFILE naming a small profile
+# that has a tmax for every benchmarked key, so that each call also adds
+# max(0, t - tmax) to its key's overhead (issue 4); its columns are
+# with_prof_ns, added_prof (across runs) and added_prof_inrun.
+#
 # MPIOVER_LIB=path uses an existing libmpiover.so instead of building one.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,15 +45,38 @@ fi
 export OMPI_MCA_rmaps_base_oversubscribe=1
 export MPIOVER_OUT="$tmp/run" MPIOVER_QUIET=1
 
+# A profile with a tmax for every key the benchmark makes (p = 1 and 2).
+prof="$tmp/profile.json"
+{
+    echo '{"schema": "mpiover-profile/1", "environment": {}, "method": {"q_max": 0.99}, "entries": ['
+    sep=""
+    for f in MPI_Iprobe MPI_Allreduce MPI_Sendrecv MPI_Send MPI_Recv; do
+        for b in 1 1000; do
+            printf '%s{"function": "%s", "p": 2, "bytes": %d, "n": 200, "n_invalid": 0, "min_s": 1e-8, "median_s": 2e-8, "tmax_s": 5e-8, "model": null, "lambda": null, "chi2": null, "df": null, "accepted": true}\n' "$sep" "$f" "$b"
+            sep=","
+        done
+    done
+    echo ']}'
+} >"$prof"
+
 one() { # mode np what
     local mode=$1 np=$2 what=$3 pre=()
     [ "$mode" = on ] && pre=(-x LD_PRELOAD="$LIB")
+    [ "$mode" = prof ] && pre=(-x LD_PRELOAD="$LIB" -x MPIOVER_PROFILE="$prof")
     mpirun -np "$np" "${pre[@]}" -x MPIOVER_OUT -x MPIOVER_QUIET "$tmp/wrapper_cost" "$what" "$REPS" |
         awk -v m="$mode" '!/^#/ && NF == 4 { print m, $1, $2, $3, $4 }' >>"$tmp/data"
+    if [ "$mode" = prof ] && ! grep -q '"overhead_s":[0-9]' "$tmp/run/rank-000000.json"; then
+        echo "wrapper_cost: the profile was not used (no overhead_s in the record)" >&2
+        exit 1
+    fi
 }
 
 for i in $(seq 1 "$RUNS"); do
-    if [ $((i % 2)) = 1 ]; then order="off on"; else order="on off"; fi
+    case $((i % 3)) in
+    1) order="off on prof" ;;
+    2) order="prof off on" ;;
+    *) order="on prof off" ;;
+    esac
     for mode in $order; do
         one "$mode" 1 local
         one "$mode" 2 pair
@@ -59,11 +87,14 @@ med() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit } i
 
 echo "# libmpiover wrapper cost: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores,"
 echo "# $(mpirun --version 2>/dev/null | head -1); $RUNS runs x $REPS repetitions; medians, ns per call"
-printf '%-16s %12s %12s %12s %12s\n' test without_ns with_ns added_across added_in_run
+printf '%-16s %11s %11s %11s %11s %11s %11s %11s\n' test without_ns with_ns \
+    with_prof_ns added added_prof added_inrun added_prof_inrun
 for t in iprobe_self allreduce_self sendrecv_self pingpong_0B allreduce_1int; do
     off=$(awk -v t="$t" '$1 == "off" && $2 == t { print $3 }' "$tmp/data" | med)
     on=$(awk -v t="$t" '$1 == "on" && $2 == t { print $3 }' "$tmp/data" | med)
+    pr=$(awk -v t="$t" '$1 == "prof" && $2 == t { print $3 }' "$tmp/data" | med)
     inrun=$(awk -v t="$t" '$1 == "on" && $2 == t { print $5 }' "$tmp/data" | med)
-    awk -v t="$t" -v a="$off" -v b="$on" -v c="$inrun" \
-        'BEGIN { printf "%-16s %12.1f %12.1f %12.1f %12.1f\n", t, a, b, b - a, c }'
+    prin=$(awk -v t="$t" '$1 == "prof" && $2 == t { print $5 }' "$tmp/data" | med)
+    awk -v t="$t" -v a="$off" -v b="$on" -v p="$pr" -v c="$inrun" -v d="$prin" \
+        'BEGIN { printf "%-16s %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f\n", t, a, b, p, b - a, p - a, c, d }'
 done

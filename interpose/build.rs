@@ -16,6 +16,7 @@
 #[allow(dead_code)]
 mod spec;
 
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::env;
 use std::fmt::Write as _;
@@ -23,6 +24,28 @@ use std::path::PathBuf;
 
 use quote::ToTokens;
 use spec::{At, Count, Dtype, Event, Len, Peer, Requests, Side};
+
+thread_local! {
+    /// Generating a Fortran wrapper (the few places where the code differs
+    /// from the C one read this).
+    static FORTRAN: Cell<bool> = const { Cell::new(false) };
+    /// C parameters the event code of the function being generated uses.
+    static USED: RefCell<BTreeSet<String>> = const { RefCell::new(BTreeSet::new()) };
+}
+
+fn fortran() -> bool {
+    FORTRAN.with(|f| f.get())
+}
+
+/// Name of the Fortran wrapper's argument in the position of C parameter `c`.
+fn fname(f: &Func, c: &str) -> String {
+    let i = f
+        .args
+        .iter()
+        .position(|(a, _)| a == c)
+        .unwrap_or_else(|| panic!("no parameter {c}"));
+    format!("__f{i}")
+}
 
 struct Func {
     args: Vec<(String, String)>,
@@ -114,6 +137,7 @@ fn param(fname: &str, f: &Func, names: &str, k: Kind) -> String {
             if !kind_ok(k, t) {
                 panic!("spec error: {fname}: parameter `{a}` has type `{t}`, not a {k:?}");
             }
+            USED.with(|u| u.borrow_mut().insert(a.clone()));
             return a.clone();
         }
     }
@@ -174,7 +198,14 @@ fn side_bytes(name: &str, f: &Func, s: &Side) -> String {
                 param(name, f, a, Kind::Counts),
                 param(name, f, t, Kind::Dtypes),
             );
-            format!("__g.wbytes({a}, {t}, {})", len_expr(l))
+            if fortran() {
+                // The Fortran datatype array, converted one by one.
+                let ft = fname(f, &t);
+                USED.with(|u| u.borrow_mut().remove(&t));
+                format!("__g.wbytes_f({a}, {ft}, {})", len_expr(l))
+            } else {
+                format!("__g.wbytes({a}, {t}, {})", len_expr(l))
+            }
         }
         (Count::Mine(a), Dtype::One(d)) => {
             let (a, d) = (
@@ -209,21 +240,49 @@ fn side_cond(name: &str, f: &Func, s: &Side, rooted: bool) -> String {
     c.join(" && ")
 }
 
-fn gen_event(name: &str, f: &Func, e: &Event) -> String {
-    let call: Vec<&str> = f.args.iter().map(|(a, _)| a.as_str()).collect();
-    let call = call.join(", ");
-    let pname = format!("P{name}");
+/// The code of an event wrapper: before the call, after it (when it
+/// succeeded), after recording (posts). In Fortran mode `views` holds the
+/// conversions of the Fortran arguments the code reads into C values of the
+/// C parameters' names, except the generic ones (`fortran_views` adds those).
+struct Parts {
+    pre: String,
+    post: String,
+    after: String,
+    views: String,
+    /// C parameters with a special view above.
+    special: BTreeSet<String>,
+}
+
+fn event_parts(name: &str, f: &Func, e: &Event) -> Parts {
+    let ft = fortran();
     let mut pre = String::new();
     let mut post = String::new();
     let mut after = String::new();
+    let mut views = String::new();
+    let mut special = BTreeSet::new();
 
     let status = e.status.map(|s| param(name, f, s, Kind::Status));
     if let Some(s) = &status {
-        writeln!(
-            pre,
-            "let mut __st = crate::rt::StatusSlot::new(); let {s} = __st.or({s});"
-        )
-        .unwrap();
+        if ft {
+            let fs = fname(f, s);
+            writeln!(
+                pre,
+                "let mut __fst = crate::fort::FStatus::new(); let {fs} = __fst.or({fs});"
+            )
+            .unwrap();
+            writeln!(
+                views,
+                "let mut __cst = crate::rt::StatusSlot::new(); let {s} = __cst.from_fortran({fs});"
+            )
+            .unwrap();
+            special.insert(s.clone());
+        } else {
+            writeln!(
+                pre,
+                "let mut __st = crate::rt::StatusSlot::new(); let {s} = __st.or({s});"
+            )
+            .unwrap();
+        }
     }
     let flag = e.flag.map(|s| param(name, f, s, Kind::Flag));
     match &flag {
@@ -317,11 +376,7 @@ fn gen_event(name: &str, f: &Func, e: &Event) -> String {
         match rq {
             Requests::One { request } => {
                 let q = param(name, f, request, Kind::Request);
-                writeln!(
-                    pre,
-                    "let __q = if {q}.is_null() {{ 0 }} else {{ (*{q}).bits() }};"
-                )
-                .unwrap();
+                snapshot_one(&mut pre, f, &q);
                 writeln!(post, "if __ok {{ __g.complete(&mut __ev, __q, {st}); }}").unwrap();
             }
             Requests::Any {
@@ -334,7 +389,19 @@ fn gen_event(name: &str, f: &Func, e: &Event) -> String {
                     param(name, f, requests, Kind::Request),
                 );
                 let i = param(name, f, index, Kind::Flag);
-                writeln!(pre, "__g.snap({c}, {q});").unwrap();
+                snapshot_many(&mut pre, f, &c, &q);
+                if ft {
+                    // Fortran indices count from 1 (checked against which
+                    // request became MPI_REQUEST_NULL).
+                    writeln!(
+                        views,
+                        "let mut __fix = __g.findex({}, {}); let {i}: *mut core::ffi::c_int = &mut __fix;",
+                        fname(f, &i),
+                        fname(f, &q)
+                    )
+                    .unwrap();
+                    special.insert(i.clone());
+                }
                 writeln!(
                     post,
                     "if __ok && !{i}.is_null() && *{i} != mpiover_mpisys::consts::undefined() {{ \
@@ -352,7 +419,8 @@ fn gen_event(name: &str, f: &Func, e: &Event) -> String {
                     param(name, f, requests, Kind::Request),
                 );
                 let s = param(name, f, statuses, Kind::Status);
-                writeln!(pre, "__g.snap({c}, {q}); let {s} = __g.statuses({c}, {s});").unwrap();
+                snapshot_many(&mut pre, f, &c, &q);
+                statuses_views(&mut pre, &mut views, &mut special, f, &c, &s);
                 writeln!(
                     post,
                     "if __ok {{ for __k in 0..{c}.max(0) {{ let __q = __g.snapped(__k); \
@@ -376,7 +444,20 @@ fn gen_event(name: &str, f: &Func, e: &Event) -> String {
                     param(name, f, indices, Kind::Flag),
                 );
                 let s = param(name, f, statuses, Kind::Status);
-                writeln!(pre, "__g.snap({c}, {q}); let {s} = __g.statuses({c}, {s});").unwrap();
+                snapshot_many(&mut pre, f, &c, &q);
+                statuses_views(&mut pre, &mut views, &mut special, f, &c, &s);
+                if ft {
+                    // Fortran indices count from 1.
+                    writeln!(
+                        views,
+                        "let {ix} = __g.findices({}, crate::fort::int({}), {});",
+                        fname(f, &ix),
+                        fname(f, &o),
+                        fname(f, &q)
+                    )
+                    .unwrap();
+                    special.insert(ix.clone());
+                }
                 writeln!(
                     post,
                     "let __n = if {o}.is_null() {{ 0 }} else {{ *{o} }}; \
@@ -388,11 +469,7 @@ fn gen_event(name: &str, f: &Func, e: &Event) -> String {
             }
             Requests::Start { request } => {
                 let q = param(name, f, request, Kind::Request);
-                writeln!(
-                    pre,
-                    "let __q = if {q}.is_null() {{ 0 }} else {{ (*{q}).bits() }};"
-                )
-                .unwrap();
+                snapshot_one(&mut pre, f, &q);
                 writeln!(post, "__g.start(&mut __ev, __q, __ra);").unwrap();
             }
             Requests::StartAll { count, requests } => {
@@ -400,7 +477,7 @@ fn gen_event(name: &str, f: &Func, e: &Event) -> String {
                     param(name, f, count, Kind::Count),
                     param(name, f, requests, Kind::Request),
                 );
-                writeln!(pre, "__g.snap({c}, {q});").unwrap();
+                snapshot_many(&mut pre, f, &c, &q);
                 writeln!(
                     post,
                     "for __k in 0..{c}.max(0) {{ let __q = __g.snapped(__k); __g.start(&mut __ev, __q, __ra); }}"
@@ -423,6 +500,80 @@ fn gen_event(name: &str, f: &Func, e: &Event) -> String {
         )
         .unwrap();
     }
+    Parts {
+        pre,
+        post,
+        after,
+        views,
+        special,
+    }
+}
+
+/// Before the call: the request a completion or start touches, as C bits.
+fn snapshot_one(pre: &mut String, f: &Func, q: &str) {
+    if fortran() {
+        writeln!(pre, "let __q = crate::fort::req_bits({});", fname(f, q)).unwrap();
+        USED.with(|u| u.borrow_mut().remove(q));
+    } else {
+        writeln!(
+            pre,
+            "let __q = if {q}.is_null() {{ 0 }} else {{ (*{q}).bits() }};"
+        )
+        .unwrap();
+    }
+}
+
+/// Before the call: the `c` requests of the array `q`, as C bits.
+fn snapshot_many(pre: &mut String, f: &Func, c: &str, q: &str) {
+    if fortran() {
+        writeln!(
+            pre,
+            "__g.snap_f(crate::fort::int({}), {});",
+            fname(f, c),
+            fname(f, q)
+        )
+        .unwrap();
+        USED.with(|u| u.borrow_mut().remove(q));
+    } else {
+        writeln!(pre, "__g.snap({c}, {q});").unwrap();
+    }
+}
+
+/// The statuses of `c` requests: the caller's or the tool's own (for
+/// `MPI_STATUSES_IGNORE`); in Fortran converted to C statuses after the call.
+fn statuses_views(
+    pre: &mut String,
+    views: &mut String,
+    special: &mut BTreeSet<String>,
+    f: &Func,
+    c: &str,
+    s: &str,
+) {
+    if fortran() {
+        let (fc, fs) = (fname(f, c), fname(f, s));
+        writeln!(
+            pre,
+            "let {fs} = __g.fstatuses(crate::fort::int({fc}), {fs});"
+        )
+        .unwrap();
+        writeln!(
+            views,
+            "let {s} = __g.fstatuses_c(crate::fort::int({fc}), {fs});"
+        )
+        .unwrap();
+        special.insert(s.to_string());
+    } else {
+        writeln!(pre, "let {s} = __g.statuses({c}, {s});").unwrap();
+    }
+}
+
+fn gen_event(name: &str, f: &Func, e: &Event) -> String {
+    let call: Vec<&str> = f.args.iter().map(|(a, _)| a.as_str()).collect();
+    let call = call.join(", ");
+    let pname = format!("P{name}");
+    let Parts {
+        pre, post, after, ..
+    } = event_parts(name, f, e);
     let args: Vec<String> = f.args.iter().map(|(a, t)| format!("{a}: {t}")).collect();
     let ret = f
         .ret
@@ -484,6 +635,362 @@ fn gen_plain(name: &str, f: &Func) -> String {
     )
 }
 
+// ---------------------------------------------------------------------------
+// Fortran (Open MPI: mpif.h / `use mpi` and `use mpi_f08`)
+// ---------------------------------------------------------------------------
+
+/// A Fortran entry point from Open MPI's `prototypes_mpi.h`:
+/// `PN2(ret, MPI_Send, mpi_send, MPI_SEND, (char *buf, MPI_Fint *count, ...))`.
+struct FFunc {
+    /// The C name (`MPI_Send`): function id, event spec.
+    mixed: String,
+    /// `mpi_send`.
+    lower: String,
+    /// `MPI_SEND`.
+    upper: String,
+    /// Rust return type, if any.
+    ret: Option<String>,
+    /// Rust types of the arguments; hidden string lengths (passed by value)
+    /// are `usize`, so that whatever the caller put there passes through.
+    args: Vec<String>,
+    /// Whether each argument is a pointer (every Fortran argument except the
+    /// hidden lengths).
+    ptr: Vec<bool>,
+}
+
+fn parse_fortran(text: &str) -> Vec<FFunc> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.trim().strip_prefix("PN2(") else {
+            continue;
+        };
+        let Some(rest) = rest.strip_suffix(");") else {
+            continue;
+        };
+        let Some(open) = rest.find('(') else { continue };
+        let head: Vec<&str> = rest[..open].split(',').map(str::trim).collect();
+        if head.len() < 4 {
+            continue;
+        }
+        let args = rest[open + 1..].trim_end().trim_end_matches(')');
+        let ret = match head[0] {
+            "void" => None,
+            "double" => Some("f64".to_string()),
+            "MPI_Aint" => Some("isize".to_string()),
+            other => panic!("prototypes_mpi.h: unknown return type {other} in {line}"),
+        };
+        let mut tys = Vec::new();
+        let mut ptr = Vec::new();
+        for a in args.split(',').map(str::trim) {
+            if a.is_empty() || a == "void" {
+                continue;
+            }
+            let is_ptr = a.contains('*') || a.contains('[');
+            let is_fint = a.starts_with("MPI_Fint");
+            tys.push(
+                match (is_ptr, is_fint) {
+                    (true, true) => "*mut core::ffi::c_int",
+                    (true, false) => "*mut core::ffi::c_void",
+                    (false, _) => "usize",
+                }
+                .to_string(),
+            );
+            ptr.push(is_ptr);
+        }
+        out.push(FFunc {
+            mixed: head[1].to_string(),
+            lower: head[2].to_string(),
+            upper: head[3].to_string(),
+            ret,
+            args: tys,
+            ptr,
+        });
+    }
+    out
+}
+
+/// Where Open MPI keeps the Fortran prototypes, if it does.
+fn find_fortran_prototypes() -> Option<PathBuf> {
+    if let Ok(p) = env::var("MPIOVER_FORTRAN_PROTOTYPES") {
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
+    }
+    let rel = "openmpi/ompi/mpi/fortran/mpif-h/prototypes_mpi.h";
+    // The library's own include directories first; then where Open MPI
+    // usually lives (an MPICH build borrows the list: the Fortran bindings
+    // are the MPI standard's).
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_else(|_| "x86_64".into());
+    let mut dirs: Vec<PathBuf> = env::var("DEP_MPI_INCLUDE")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .flat_map(|d| [PathBuf::from(d), PathBuf::from(d).join("..")])
+        .collect();
+    dirs.extend(
+        [
+            format!("/usr/lib/{arch}-linux-gnu/openmpi/include"),
+            "/usr/lib64/openmpi/include".to_string(),
+            "/usr/lib/openmpi/include".to_string(),
+            "/usr/include/openmpi".to_string(),
+        ]
+        .map(PathBuf::from),
+    );
+    dirs.into_iter().map(|d| d.join(rel)).find(|p| p.is_file())
+}
+
+/// The Fortran wrapper body of one function, shared by its five entry
+/// points (four mpif.h manglings and the f08 name), which pass the return
+/// address and the library function to forward to.
+fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Event>) -> String {
+    let name = &ff.mixed;
+    let (fargs, ftys, fcall) = fortran_args(ff);
+    let ret = ff
+        .ret
+        .as_ref()
+        .map(|r| format!(" -> {r}"))
+        .unwrap_or_default();
+    let head = format!(
+        "#[inline(never)]\npub unsafe fn fb_{name}(__ra: usize, __fwd: usize, {fargs}){ret} {{\n\
+         let __fp: unsafe extern \"C\" fn({ftys}){ret} = core::mem::transmute(__fwd);\n"
+    );
+    // The number of leading pointer arguments: the C parameters plus ierr.
+    let nptr = ff.ptr.iter().take_while(|p| **p).count();
+    let ierr = if ff.ret.is_none() && nptr > 0 && ff.mixed != "MPI_Pcontrol" {
+        format!("crate::fort::ierr(__f{})", nptr - 1)
+    } else {
+        "0".to_string()
+    };
+    let fid = format!("crate::names::FID_{name}");
+
+    if let (Some(c), Some(e)) = (c, event) {
+        // Positional: the C parameters, then ierr, then hidden lengths.
+        if nptr == c.args.len() + 1 && ff.ret.is_none() {
+            FORTRAN.with(|f| f.set(true));
+            USED.with(|u| u.borrow_mut().clear());
+            let parts = event_parts(name, c, e);
+            FORTRAN.with(|f| f.set(false));
+            let used: BTreeSet<String> = USED.with(|u| u.borrow().clone());
+            let mut views = parts.views.clone();
+            for (i, (a, t)) in c.args.iter().enumerate() {
+                if !used.contains(a) || parts.special.contains(a) {
+                    continue;
+                }
+                let fa = format!("__f{i}");
+                let t = norm(t);
+                let v = if t.ends_with("c_void") {
+                    format!("let {a} = crate::fort::buf({fa} as *const core::ffi::c_void);")
+                } else if t == "::std::os::raw::c_int"
+                    || t == "c_int"
+                    || t.ends_with("::c_int") && !t.starts_with('*')
+                {
+                    format!("let {a}: core::ffi::c_int = crate::fort::int({fa});")
+                } else if t.ends_with("MPI_Count") && !t.starts_with('*') {
+                    format!("let {a}: MPI_Count = crate::fort::int({fa}) as MPI_Count;")
+                } else if t.starts_with('*') && t.ends_with("c_int") {
+                    format!("let {a} = {fa} as *mut core::ffi::c_int;")
+                } else if t == "MPI_Datatype" {
+                    format!("let {a} = crate::fort::datatype({fa});")
+                } else if t == "MPI_Comm" {
+                    format!("let {a} = crate::fort::comm({fa});")
+                } else if t.starts_with("*mut") && t.ends_with("MPI_Request") {
+                    format!(
+                        "let mut __v_{a} = crate::fort::request({fa}); let {a}: *mut MPI_Request = &mut __v_{a};"
+                    )
+                } else {
+                    panic!("Fortran {name}: no view for C parameter {a}: {t}");
+                };
+                views.push_str(&v);
+                views.push('\n');
+            }
+            return format!(
+                "{head}\
+                 let Some(mut __g) = crate::rt::enter() else {{ return __fp({fcall}); }};\n\
+                 {pre}\
+                 let __t0 = crate::timer::now();\n\
+                 __fp({fcall});\n\
+                 let __t1 = crate::timer::now();\n\
+                 let __r: core::ffi::c_int = {ierr};\n\
+                 {views}\
+                 let mut __ev = crate::rt::Ev::new({fid});\n\
+                 if __r == 0 {{\n{post}}}\n\
+                 __g.event(__ra, &__ev, __t1.wrapping_sub(__t0));\n\
+                 {after}\
+                 }}\n",
+                pre = parts.pre,
+                post = parts.post,
+                after = parts.after,
+            );
+        }
+        println!(
+            "cargo:warning=Fortran {name}: arguments do not line up with C's; counted, not an event"
+        );
+    }
+
+    let mut before = String::new();
+    let mut after_call = String::new();
+    if spec::FREES_COMM.contains(&name.as_str()) {
+        after_call.push_str("crate::rt::comm_freed();");
+    }
+    if spec::FREES_TYPE.contains(&name.as_str()) {
+        after_call.push_str("crate::rt::type_freed();");
+    }
+    if name == "MPI_Request_free" {
+        before.push_str("__g.forget(crate::fort::req_bits(__f0));");
+    }
+    format!(
+        "{head}\
+         let Some(mut __g) = crate::rt::enter() else {{ let __r = __fp({fcall}); {after_call} return __r; }};\n\
+         {before}\
+         let __t0 = crate::timer::now();\n\
+         let __r = __fp({fcall});\n\
+         let __t1 = crate::timer::now();\n\
+         {after_call}\
+         __g.plain({fid}, __t1.wrapping_sub(__t0));\n\
+         __r\n}}\n"
+    )
+}
+
+/// The exported entry points of one Fortran function, forwarding to the
+/// library's `pmpi_*` twin (found with `dlsym(RTLD_NEXT)` on first use).
+/// (parameters, their types, the call's arguments) of a Fortran entry point:
+/// the prototype's, plus one more word passed through untouched, in case the
+/// library's entry point takes one more argument than the prototype says
+/// (MPICH's `use mpi_f08` `MPI_Pcontrol` has an optional `ierror`). A word
+/// the callee does not take is ignored by it (the caller cleans up).
+fn fortran_args(ff: &FFunc) -> (String, String, String) {
+    let n = ff.args.len();
+    let mut fargs: Vec<String> = (0..n).map(|i| format!("__f{i}: {}", ff.args[i])).collect();
+    fargs.push("__fx: usize".into());
+    let mut tys = ff.args.clone();
+    tys.push("usize".into());
+    let mut fcall: Vec<String> = (0..n).map(|i| format!("__f{i}")).collect();
+    fcall.push("__fx".into());
+    (fargs.join(", "), tys.join(", "), fcall.join(", "))
+}
+
+fn gen_fortran_entries(ff: &FFunc, hand: bool, f77: bool) -> String {
+    let name = &ff.mixed;
+    let (fargs, _, fcall) = fortran_args(ff);
+    let ret = ff
+        .ret
+        .as_ref()
+        .map(|r| format!(" -> {r}"))
+        .unwrap_or_default();
+    let body = if hand {
+        format!("crate::fort::fb_{name}")
+    } else {
+        format!("fb_{name}")
+    };
+    let lower = &ff.lower;
+    let mut out = if f77 {
+        format!(
+            "static FWD77_{name}: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);\n"
+        )
+    } else {
+        String::new()
+    };
+    let mut entry = |sym: &str, slot: &str, target: &str| {
+        writeln!(
+            out,
+            "#[no_mangle]\npub unsafe extern \"C\" fn {sym}({fargs}){ret} {{\n\
+             let __ra: usize = crate::caller!();\n\
+             {body}(__ra, crate::fort::fwd(&{slot}, c\"{target}\"), {fcall})\n}}"
+        )
+        .unwrap();
+    };
+    // The forwarding target is named by the canonical entry point
+    // (`mpi_send_`); `fort::fwd` finds its profiling twin.
+    let t77 = format!("{lower}_");
+    let s77 = format!("FWD77_{name}");
+    if f77 {
+        entry(lower, &s77, &t77);
+        entry(&format!("{lower}_"), &s77, &t77);
+        entry(&format!("{lower}__"), &s77, &t77);
+        entry(&ff.upper, &s77, &t77);
+    }
+    // `use mpi_f08` (Open MPI: mpi_send_f08_ in libmpi_usempif08). MPI_Wtime
+    // and MPI_Wtick are C functions there.
+    if !matches!(name.as_str(), "MPI_Wtime" | "MPI_Wtick") {
+        let s08 = format!("FWD08_{name}");
+        writeln!(
+            out,
+            "static {s08}: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);"
+        )
+        .unwrap();
+        let mut entry08 = |sym: &str, target: &str| {
+            writeln!(
+                out,
+                "#[no_mangle]\npub unsafe extern \"C\" fn {sym}({fargs}){ret} {{\n\
+                 let __ra: usize = crate::caller!();\n\
+                 {body}(__ra, crate::fort::fwd(&{s08}, c\"{target}\"), {fcall})\n}}"
+            )
+            .unwrap();
+        };
+        entry08(&format!("{lower}_f08_"), &format!("{lower}_f08_"));
+    }
+    out
+}
+
+/// Fortran functions the hand-written code in `src/fort.rs` handles.
+const FORTRAN_HAND_WRITTEN: &[&str] = &[
+    "MPI_Init",
+    "MPI_Init_thread",
+    "MPI_Finalize",
+    "MPI_Abort",
+    "MPI_Pcontrol",
+];
+
+/// Generates `$OUT_DIR/fortran.rs`; returns the Fortran functions (C names)
+/// that need a function id.
+fn gen_fortran(
+    funcs: &BTreeMap<String, Func>,
+    events: &BTreeMap<&str, &Event>,
+    flavor: &str,
+) -> (String, Vec<String>, usize) {
+    let mut code = String::from(
+        "#[allow(unused_imports)]\nuse mpiover_mpisys::*;\n#[allow(unused_imports)]\nuse crate::rt::Handle as _;\n",
+    );
+    // Open MPI: every Fortran entry point calls PMPI_* directly, all need
+    // wrappers. MPICH: mpif.h / `use mpi` and the `_f08ts_` entry points
+    // (choice buffers) call the C MPI_* functions, which the C wrappers see
+    // (the binding library's frames are skipped to find the .f90 line);
+    // only the other `use mpi_f08` entry points (`mpi_wait_f08_`, ...) call
+    // PMPI_* and need wrappers.
+    let f77 = match flavor {
+        "openmpi" => true,
+        "mpich" => false,
+        _ => return (code, Vec::new(), 0),
+    };
+    let Some(path) = find_fortran_prototypes() else {
+        println!(
+            "cargo:warning=Open MPI's Fortran prototypes (prototypes_mpi.h) not found: \
+             Fortran programs will not be profiled{}",
+            if f77 { "" } else { " through use mpi_f08" }
+        );
+        return (code, Vec::new(), 0);
+    };
+    println!("cargo:rerun-if-changed={}", path.display());
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let mut names = Vec::new();
+    let mut count = 0;
+    for ff in parse_fortran(&text) {
+        // Predefined callbacks (MPI_COMM_DUP_FN, ...) are not calls.
+        if ff.lower.ends_with("_fn") {
+            continue;
+        }
+        let hand = FORTRAN_HAND_WRITTEN.contains(&ff.mixed.as_str());
+        if !hand {
+            let c = funcs.get(&ff.mixed);
+            let e = events.get(ff.mixed.as_str()).copied();
+            code.push_str(&gen_fortran_body(&ff, c, e));
+        }
+        code.push_str(&gen_fortran_entries(&ff, hand, f77));
+        names.push(ff.mixed.clone());
+        count += 1;
+    }
+    (code, names, count)
+}
+
 fn pretty(src: &str, what: &str) -> String {
     match syn::parse_file(src) {
         Ok(f) => prettyplease::unparse(&f),
@@ -505,6 +1012,7 @@ fn main() {
     println!("cargo:rustc-check-cfg=cfg(mpi_flavor, values(\"openmpi\", \"mpich\", \"unknown\"))");
     println!("cargo:rustc-check-cfg=cfg(mpi_handles_are_pointers)");
     println!("cargo:rustc-check-cfg=cfg(mpiover_fp)");
+    println!("cargo:rerun-if-env-changed=MPIOVER_FORTRAN_PROTOTYPES");
 
     let bindings = env::var("DEP_MPI_BINDINGS")
         .expect("DEP_MPI_BINDINGS not set (mpiover-mpisys links = \"mpi\")");
@@ -548,7 +1056,7 @@ fn main() {
         let Some(pf) = funcs.get(&format!("PMPI_{base}")) else {
             continue;
         };
-        if f.variadic {
+        if f.variadic || spec::NOT_IN_C_LIBRARY.contains(&name.as_str()) {
             continue;
         }
         let sig = |f: &Func| {
@@ -591,10 +1099,19 @@ fn main() {
         }
     }
 
-    // Ids: every wrapped function plus the variadic Pcontrol; `other` last.
+    // Fortran entry points (Open MPI), generated first: they may add names.
+    let (fcode, fnames, fcount) = gen_fortran(&funcs, &events, &flavor);
+
+    // Ids: every wrapped function plus the variadic Pcontrol and the
+    // Fortran-only functions; `other` last.
     let mut names: Vec<&str> = wrap.clone();
     if !names.contains(&"MPI_Pcontrol") {
         names.push("MPI_Pcontrol");
+    }
+    for f in &fnames {
+        if !names.contains(&f.as_str()) {
+            names.push(f.as_str());
+        }
     }
     names.sort();
     let mut n = String::new();
@@ -643,7 +1160,9 @@ fn main() {
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     std::fs::write(out.join("names.rs"), pretty(&n, "names")).expect("write names.rs");
     std::fs::write(out.join("wrappers.rs"), pretty(&w, "wrappers")).expect("write wrappers.rs");
+    std::fs::write(out.join("fortran.rs"), pretty(&fcode, "fortran")).expect("write fortran.rs");
     println!("cargo:rustc-env=MPIOVER_WRAPPED={count}");
+    println!("cargo:rustc-env=MPIOVER_FORTRAN_WRAPPED={fcount}");
 
     // MPI_Pcontrol is variadic: a few lines of C.
     let mut cc = cc::Build::new();

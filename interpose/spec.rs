@@ -388,7 +388,7 @@ const ONE: Requests = Requests::One { request: "request" };
 const ANY: Requests = Requests::Any {
     count: "count",
     requests: "array_of_requests",
-    index: "index",
+    index: "index|indx",
 };
 const ALL: Requests = Requests::All {
     count: "count",
@@ -565,4 +565,13 @@ pub const HAND_WRITTEN: &[&str] = &[
     "MPI_Finalize",
     "MPI_Abort",
     "MPI_Pcontrol",
+];
+
+/// Declared by some `mpi.h` (MPICH 4) but defined only in the Fortran
+/// library: a C wrapper would leave `PMPI_X` unresolved in a C program.
+pub const NOT_IN_C_LIBRARY: &[&str] = &[
+    "MPI_Status_c2f08",
+    "MPI_Status_f082c",
+    "MPI_Status_f082f",
+    "MPI_Status_f2f08",
 ];

@@ -53,7 +53,10 @@ pub enum RunError {
     },
     #[error("{}: {}, expected \"{RECORD_SCHEMA}\" (a file of another tool or of another version of mpiover)", path.display(),
         match found { Some(s) => format!("schema is {s:?}"), None => "no \"schema\" field".to_string() })]
-    Schema { path: PathBuf, found: Option<String> },
+    Schema {
+        path: PathBuf,
+        found: Option<String>,
+    },
     #[error("{}: {what}", path.display())]
     Invalid { path: PathBuf, what: String },
     #[error("records of two runs are mixed: {} is from run {found:?} but {} is from run {expected:?}; give a directory that holds one run", path.display(), first.display())]
@@ -77,7 +80,11 @@ pub enum RunError {
         expected: u32,
     },
     #[error("{}: rank {rank} is not below the number of ranks ({ranks})", path.display())]
-    RankOutOfRange { path: PathBuf, rank: u32, ranks: u32 },
+    RankOutOfRange {
+        path: PathBuf,
+        rank: u32,
+        ranks: u32,
+    },
 }
 
 /// Something the reader of a report should know, which does not stop it.
@@ -263,7 +270,10 @@ pub fn check_record(path: &Path, rec: &Record) -> Result<(), RunError> {
             rec.timer.unit_s
         )));
     }
-    for (name, v) in [("app_time_s", rec.app_time_s), ("mpi_time_s", rec.mpi_time_s)] {
+    for (name, v) in [
+        ("app_time_s", rec.app_time_s),
+        ("mpi_time_s", rec.mpi_time_s),
+    ] {
         if !v.is_finite() || v < 0.0 {
             return Err(invalid(format!("{name} is {v}")));
         }
@@ -528,7 +538,8 @@ mod tests {
     }
 
     fn tmpdir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("mpiover-run-test-{}-{name}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("mpiover-run-test-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
@@ -619,11 +630,17 @@ mod tests {
         let p = |n: &str| PathBuf::from(n);
         let mut c = RunCheck::new();
         c.add(RankInfo::of(&p("a"), &record(0, 2, "r1"))).unwrap();
-        let e = c.add(RankInfo::of(&p("b"), &record(1, 2, "r2"))).unwrap_err();
+        let e = c
+            .add(RankInfo::of(&p("b"), &record(1, 2, "r2")))
+            .unwrap_err();
         assert!(matches!(e, RunError::MixedRuns { .. }), "{e}");
-        let e = c.add(RankInfo::of(&p("b"), &record(1, 3, "r1"))).unwrap_err();
+        let e = c
+            .add(RankInfo::of(&p("b"), &record(1, 3, "r1")))
+            .unwrap_err();
         assert!(matches!(e, RunError::InconsistentRanks { .. }), "{e}");
-        let e = c.add(RankInfo::of(&p("b"), &record(0, 2, "r1"))).unwrap_err();
+        let e = c
+            .add(RankInfo::of(&p("b"), &record(0, 2, "r1")))
+            .unwrap_err();
         assert!(e.to_string().contains("rank 0 has two records"), "{e}");
         c.add(RankInfo::of(&p("c"), &record(1, 2, "r1"))).unwrap();
         let s = c.finish().unwrap();
@@ -633,7 +650,10 @@ mod tests {
 
     #[test]
     fn rank_lists_are_compact() {
-        assert_eq!(rank_list(&[0, 1, 2, 5, 7, 8], 10), "ranks 0-2, rank 5, ranks 7-8");
+        assert_eq!(
+            rank_list(&[0, 1, 2, 5, 7, 8], 10),
+            "ranks 0-2, rank 5, ranks 7-8"
+        );
         assert_eq!(rank_list(&[0, 2, 4], 2), "rank 0, rank 2, and 1 more");
     }
 }

@@ -6,15 +6,20 @@ use std::os::raw::{c_char, c_int};
 
 use mpiover_mpisys::*;
 
+use crate::names::{
+    FID_MPI_Abort, FID_MPI_Finalize, FID_MPI_Init, FID_MPI_Init_thread, FID_MPI_Pcontrol,
+};
 use crate::rt;
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    let t0 = crate::init::note_init_entry();
     let b = rt::busy();
     let r = PMPI_Init(argc, argv);
+    let t1 = crate::timer::mono_ns();
     drop(b);
     if r == 0 {
-        crate::init::on_init(None);
+        crate::init::on_init(None, FID_MPI_Init, t1.wrapping_sub(t0));
     }
     r
 }
@@ -26,8 +31,10 @@ pub unsafe extern "C" fn MPI_Init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
+    let t0 = crate::init::note_init_entry();
     let b = rt::busy();
     let r = PMPI_Init_thread(argc, argv, required, provided);
+    let t1 = crate::timer::mono_ns();
     drop(b);
     if r == 0 {
         let level = if provided.is_null() {
@@ -35,23 +42,51 @@ pub unsafe extern "C" fn MPI_Init_thread(
         } else {
             *provided
         };
-        crate::init::on_init(Some(level));
+        crate::init::on_init(Some(level), FID_MPI_Init_thread, t1.wrapping_sub(t0));
     }
     r
 }
 
+/// `MPI_Finalize`: counted and timed like every call, then the record is
+/// written (no MPI call is needed for that).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
-    crate::write::write_record("finalize");
-    let _b = rt::busy();
-    PMPI_Finalize()
+    finalize_with(|| PMPI_Finalize())
 }
 
+/// Times `fin` (the library's finalize), counts it as `MPI_Finalize`, writes
+/// the record.
+pub fn finalize_with<R>(fin: impl FnOnce() -> R) -> R {
+    let r = match rt::enter() {
+        Some(mut g) => {
+            let t0 = crate::timer::now();
+            let r = fin();
+            let t1 = crate::timer::now();
+            g.plain(FID_MPI_Finalize, t1.wrapping_sub(t0));
+            r
+        }
+        None => {
+            let _b = rt::busy();
+            fin()
+        }
+    };
+    crate::write::write_record("finalize", crate::write::When::Normal);
+    r
+}
+
+/// `MPI_Abort`: counted, the record written, then the library aborts.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
-    crate::write::write_record("abort");
+    abort_with(|| PMPI_Abort(comm, errorcode))
+}
+
+pub fn abort_with<R>(abort: impl FnOnce() -> R) -> R {
+    if let Some(mut g) = rt::enter() {
+        g.plain(FID_MPI_Abort, 0);
+    }
+    crate::write::write_record("abort", crate::write::When::Normal);
     let _b = rt::busy();
-    PMPI_Abort(comm, errorcode)
+    abort()
 }
 
 /// Called by `MPI_Pcontrol` (src/pcontrol.c): 0 stops recording, 1 resumes,
@@ -59,15 +94,26 @@ pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
 #[no_mangle]
 pub extern "C" fn mpiover_pcontrol(level: c_int) -> c_int {
     use std::sync::atomic::Ordering::Relaxed;
-    if !crate::init::recording_possible() {
+    // From inside the tool (a Fortran MPI_Pcontrol that reaches the C one):
+    // already done.
+    if !crate::init::recording_possible() || rt::is_busy() {
         return 0;
+    }
+    // Counted while recording is on (a Pcontrol(0) is the last call counted
+    // before the pause, a Pcontrol(1) the first after it).
+    if let Some(mut g) = rt::enter() {
+        g.plain(FID_MPI_Pcontrol, 0);
     }
     match level {
         0 => {
             rt::STATE.fetch_and(!rt::ENABLED, Relaxed);
         }
         1 => {
-            rt::STATE.fetch_or(rt::ENABLED, Relaxed);
+            let was = rt::STATE.fetch_or(rt::ENABLED, Relaxed);
+            match rt::enter() {
+                Some(mut g) if was & rt::ENABLED == 0 => g.plain(FID_MPI_Pcontrol, 0),
+                _ => {}
+            }
         }
         2 => {
             rt::STATE.fetch_add(rt::RESET_STEP, Relaxed);

@@ -5,7 +5,7 @@
 
 use std::os::raw::c_int;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::*};
 use std::sync::OnceLock;
 
 use mpiover_mpisys::consts;
@@ -37,6 +37,43 @@ pub struct RunInfo {
 
 pub static INFO: OnceLock<RunInfo> = OnceLock::new();
 static INIT_STARTED: AtomicBool = AtomicBool::new(false);
+/// `CLOCK_MONOTONIC` (ns) and Unix time (f64 bits) at the entry of the first
+/// `MPI_Init*`: the start of the application time.
+static ENTRY_MONO_NS: AtomicU64 = AtomicU64::new(0);
+static ENTRY_UNIX_BITS: AtomicU64 = AtomicU64::new(0);
+/// `MPIOVER_QUIET` set; `MPIOVER_DEBUG` set (timings of the record write on
+/// stderr); `MPIOVER_DEBUG=slow-write` (tests: 300 ms pass between the quick
+/// and the resolved write of a record at exit or on a signal).
+static QUIET: AtomicBool = AtomicBool::new(false);
+static DEBUG: AtomicBool = AtomicBool::new(false);
+static SLOW_WRITE: AtomicBool = AtomicBool::new(false);
+
+pub fn quiet() -> bool {
+    QUIET.load(Relaxed)
+}
+
+pub fn debug() -> bool {
+    DEBUG.load(Relaxed)
+}
+
+pub fn slow_write() -> bool {
+    SLOW_WRITE.load(Relaxed)
+}
+
+/// Called on entry of `MPI_Init*` (before the PMPI call): remembers when the
+/// application's MPI life started (first call only) and returns the
+/// monotonic time, to time the call.
+pub fn note_init_entry() -> u64 {
+    let m = crate::timer::mono_ns();
+    if ENTRY_MONO_NS.compare_exchange(0, m, SeqCst, SeqCst).is_ok() {
+        let u = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        ENTRY_UNIX_BITS.store(u.to_bits(), SeqCst);
+    }
+    m
+}
 
 /// Whether recording can be switched on (initialized, record not written).
 pub fn recording_possible() -> bool {
@@ -46,7 +83,7 @@ pub fn recording_possible() -> bool {
 /// One warning: into the record always, on stderr once (rank 0 only for
 /// warnings every rank would repeat).
 pub fn warn(warnings: &mut Vec<String>, msg: String, print: bool) {
-    if print && std::env::var_os("MPIOVER_QUIET").is_none() {
+    if print && !quiet() {
         eprintln!("mpiover: warning: {msg}");
     }
     warnings.push(msg);
@@ -260,16 +297,24 @@ fn make_run_dir(out: Option<&str>, cmd: &[String]) -> Result<PathBuf, String> {
 
 const BCAST_LEN: usize = 8192;
 
-/// Called once, after `PMPI_Init*` succeeded.
-pub fn on_init(level: Option<c_int>) {
+/// Called once, after `PMPI_Init*` succeeded: `fid` is the function
+/// (`MPI_Init`, `MPI_Init_thread`, or their Fortran twins, which report under
+/// the C name) and `init_ns` how long the PMPI call took.
+pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
     if INIT_STARTED.swap(true, SeqCst) {
         return;
     }
+    QUIET.store(std::env::var_os("MPIOVER_QUIET").is_some(), SeqCst);
+    if let Some(d) = std::env::var_os("MPIOVER_DEBUG") {
+        DEBUG.store(true, SeqCst);
+        SLOW_WRITE.store(d.to_string_lossy().contains("slow-write"), SeqCst);
+    }
     let busy = rt::busy();
-    let start_unix_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
+    if ENTRY_MONO_NS.load(SeqCst) == 0 {
+        note_init_entry();
+    }
+    let start_unix_s = f64::from_bits(ENTRY_UNIX_BITS.load(SeqCst));
+    let start_mono_ns = ENTRY_MONO_NS.load(SeqCst);
     let (mut rank, mut size) = (0 as c_int, 1 as c_int);
     // SAFETY: MPI is initialized; out-pointers valid.
     unsafe {
@@ -283,6 +328,7 @@ pub fn on_init(level: Option<c_int>) {
     rt::MAX_KEYS.store(opts.max_keys, Relaxed);
     rt::init_world(rank, size);
     crate::sites::init_self_range();
+    crate::fort::init_sentinels();
     timer::init(opts.timer);
     let command = command_line();
 
@@ -331,17 +377,24 @@ pub fn on_init(level: Option<c_int>) {
         warnings.push(format!("{rest}; no records will be written"));
     }
 
+    let mpi_library = library_version();
+    crate::profile_hook::load(
+        rank.max(0) as u32,
+        size.max(0) as u32,
+        &mpi_library,
+        &mut warnings,
+    );
     let (res, cost) = timer::characterize(timer::unit_quick());
     let info = RunInfo {
         rank: rank.max(0) as u32,
         ranks: size.max(0) as u32,
         host: hostname(),
         pid: std::process::id(),
-        mpi_library: library_version(),
+        mpi_library,
         thread_level: level_name(level),
         command,
         start_unix_s,
-        start_mono_ns: timer::mono_ns(),
+        start_mono_ns,
         run_id,
         dir,
         timer_resolution_s: res,
@@ -355,7 +408,7 @@ pub fn on_init(level: Option<c_int>) {
 
     // The tool's own cost, with recording on, then forgotten.
     rt::STATE.fetch_or(rt::ENABLED, SeqCst);
-    let cost_per_call_s = measure_cost();
+    let cost_per_call_s = measure_cost(info.timer_cost_s);
     let ts = rt::this_thread_state();
     if !ts.is_null() {
         // SAFETY: this thread's own state, not in use right now.
@@ -363,40 +416,67 @@ pub fn on_init(level: Option<c_int>) {
     }
     let _ = INFO.set(RunInfo {
         cost_per_call_s,
-        start_mono_ns: timer::mono_ns(),
         ..info
     });
+    // Every call is counted, MPI_Init* too (its PMPI time; the tool's own
+    // set-up above is application time outside MPI).
+    if let Some(mut g) = rt::enter() {
+        g.plain(fid, timer::ticks_from_ns(init_ns));
+    }
     install_exit_handlers();
 }
 
-/// Added time per call of the wrapped path: `MPI_Iprobe` on `MPI_COMM_SELF`
-/// through the wrapper vs `PMPI_Iprobe`, alternating batches, median
-/// difference.
-fn measure_cost() -> f64 {
-    const BATCH: u32 = 200;
-    let mut diffs = Vec::new();
-    let mut flag: c_int = 0;
-    let (src, tag, comm) = (consts::any_source(), 12345, consts::comm_self());
-    for _ in 0..15 {
-        let t0 = timer::mono_ns();
-        for _ in 0..BATCH {
-            // SAFETY: valid arguments.
-            unsafe { PMPI_Iprobe(src, tag, comm, &mut flag, consts::status_ignore()) };
+/// Added time per call of the wrapped path: a one-`int` `MPI_Allreduce` on
+/// `MPI_COMM_SELF` (an event, and a call that does not run the progress
+/// engine, whose time varies by microseconds with the other ranks' traffic)
+/// through the wrapper vs `PMPI_Allreduce`. Seven repetitions of eleven
+/// alternating pairs of batches; in each repetition the fastest batch of
+/// either kind is taken (noise only ever adds time) and their difference is
+/// the repetition's estimate; the result is the median of the repetitions,
+/// never below two timer reads (the wrapper reads the timer twice).
+fn measure_cost(timer_cost_s: f64) -> f64 {
+    const BATCH: u64 = 100;
+    const PAIRS: usize = 11;
+    const REPS: usize = 7;
+    let (a, mut b): (c_int, c_int) = (1, 0);
+    let sb = &a as *const c_int as *const libc::c_void;
+    let rb = &mut b as *mut c_int as *mut libc::c_void;
+    let (ty, op, comm) = (consts::int(), consts::op_sum(), consts::comm_self());
+    let mut est = Vec::with_capacity(REPS);
+    for _ in 0..REPS {
+        let (mut direct, mut wrapped) = (u64::MAX, u64::MAX);
+        for _ in 0..PAIRS {
+            let t0 = timer::mono_ns();
+            for _ in 0..BATCH {
+                // SAFETY: valid buffers of one int each.
+                unsafe { PMPI_Allreduce(sb, rb, 1, ty, op, comm) };
+            }
+            let t1 = timer::mono_ns();
+            for _ in 0..BATCH {
+                // SAFETY: as above; goes through the generated wrapper.
+                unsafe { crate::wrappers::MPI_Allreduce(sb, rb, 1, ty, op, comm) };
+            }
+            let t2 = timer::mono_ns();
+            direct = direct.min(t1.wrapping_sub(t0));
+            wrapped = wrapped.min(t2.wrapping_sub(t1));
         }
-        let t1 = timer::mono_ns();
-        for _ in 0..BATCH {
-            // SAFETY: valid arguments; goes through the generated wrapper.
-            unsafe {
-                crate::wrappers::MPI_Iprobe(src, tag, comm, &mut flag, consts::status_ignore())
-            };
+        est.push((wrapped as f64 - direct as f64) / BATCH as f64 * 1e-9);
+        if debug() {
+            eprintln!(
+                "mpiover: debug: cost batch minima: direct {:.1} ns, wrapped {:.1} ns",
+                direct as f64 / BATCH as f64,
+                wrapped as f64 / BATCH as f64
+            );
         }
-        let t2 = timer::mono_ns();
-        let direct = t1.wrapping_sub(t0) as f64;
-        let wrapped = t2.wrapping_sub(t1) as f64;
-        diffs.push((wrapped - direct) / BATCH as f64 * 1e-9);
     }
-    diffs.sort_by(|a, b| a.total_cmp(b));
-    diffs.get(diffs.len() / 2).copied().unwrap_or(0.0).max(0.0)
+    est.sort_by(|a, b| a.total_cmp(b));
+    let median = est.get(est.len() / 2).copied().unwrap_or(0.0);
+    let floor = 2.0 * timer_cost_s;
+    if median.is_finite() {
+        median.max(floor)
+    } else {
+        floor
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -404,7 +484,7 @@ fn measure_cost() -> f64 {
 // ---------------------------------------------------------------------------
 
 extern "C" fn at_exit() {
-    crate::write::write_record("exit");
+    crate::write::write_record("exit", crate::write::When::Exit);
 }
 
 const SIGNALS: [(c_int, &str); 5] = [
@@ -449,16 +529,126 @@ fn install_exit_handlers() {
     }
 }
 
+fn old_action(sig: c_int) -> Option<libc::sigaction> {
+    let i = SIGNALS.iter().position(|(s, _)| *s == sig)?;
+    // SAFETY: OLD is only read after installation.
+    Some(unsafe { (*OLD.0.get())[i] })
+}
+
+/// Delivers `sig` again with the disposition it had before the tool (the
+/// writer calls this for a signal that arrived on its own thread while it
+/// wrote outside a handler).
+pub fn redeliver(sig: c_int) {
+    let Some(old) = old_action(sig) else { return };
+    // SAFETY: restoring the previous disposition and raising.
+    unsafe {
+        libc::sigaction(sig, &old, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+}
+
+/// The signal being handled when the watchdog fires.
+static DYING: AtomicI32 = AtomicI32::new(0);
+static OLD_ALRM: OldAlarm = OldAlarm(std::cell::UnsafeCell::new(unsafe { std::mem::zeroed() }));
+struct OldAlarm(std::cell::UnsafeCell<libc::sigaction>);
+// SAFETY: written only by the thread that armed the watchdog (DYING guards
+// it), read when disarming.
+unsafe impl Sync for OldAlarm {}
+
+/// Writing the record from a signal handler allocates; if the signal came in
+/// the middle of `malloc` on this thread, that can deadlock. The watchdog
+/// (SIGALRM after 10 s) then ends the process with the original signal, so
+/// that the exit status is the one without the tool.
+extern "C" fn watchdog(_: c_int) {
+    let sig = DYING.load(SeqCst);
+    // SAFETY: async-signal-safe calls only.
+    unsafe {
+        let mut dfl: libc::sigaction = std::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(sig, &dfl, std::ptr::null_mut());
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(sig);
+        libc::_exit(128 + sig);
+    }
+}
+
+fn arm_watchdog(sig: c_int) {
+    if DYING.compare_exchange(0, sig, SeqCst, SeqCst).is_err() {
+        return;
+    }
+    // SAFETY: async-signal-safe calls with valid pointers.
+    unsafe {
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = watchdog as *const () as usize;
+        act.sa_flags = libc::SA_ONSTACK;
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaction(libc::SIGALRM, &act, OLD_ALRM.0.get());
+        libc::alarm(10);
+    }
+}
+
+/// The process lives on after all (a handler of the application took the
+/// signal): the watchdog must not fire.
+fn disarm_watchdog() {
+    if DYING.load(SeqCst) == 0 {
+        return;
+    }
+    // SAFETY: async-signal-safe calls; OLD_ALRM was written when arming.
+    unsafe {
+        libc::alarm(0);
+        libc::sigaction(libc::SIGALRM, OLD_ALRM.0.get(), std::ptr::null_mut());
+    }
+    DYING.store(0, SeqCst);
+}
+
+/// Sleeps about a millisecond (async-signal-safe).
+fn nap() {
+    let t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 1_000_000,
+    };
+    // SAFETY: valid timespec.
+    unsafe { libc::nanosleep(&t, std::ptr::null_mut()) };
+}
+
 extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    use crate::write::{PENDING_SIG, PHASE, WRITER_TID};
     let Some(i) = SIGNALS.iter().position(|(s, _)| *s == sig) else {
         return;
     };
-    // SAFETY: OLD is only read here.
-    let old = unsafe { (*OLD.0.get())[i] };
+    let Some(old) = old_action(sig) else { return };
     let fatal_anyway = matches!(sig, libc::SIGSEGV | libc::SIGBUS | libc::SIGABRT);
-    if old.sa_sigaction == libc::SIG_DFL || fatal_anyway {
-        // Best effort: the process is about to die.
-        crate::write::write_record(SIGNALS[i].1);
+    let dies = old.sa_sigaction == libc::SIG_DFL || fatal_anyway;
+    if dies {
+        if PHASE.load(SeqCst) == 0 {
+            arm_watchdog(sig);
+            // Best effort: the process is about to die.
+            crate::write::write_record(SIGNALS[i].1, crate::write::When::Signal);
+        }
+        if PHASE.load(SeqCst) == 1 {
+            if WRITER_TID.load(SeqCst) == crate::write::gettid() {
+                // This thread was writing (at exit, at MPI_Finalize) when the
+                // signal came: let it finish; it delivers the signal again.
+                // A fault inside the writer itself cannot wait.
+                if !fatal_anyway && old.sa_sigaction == libc::SIG_DFL {
+                    PENDING_SIG.store(sig, SeqCst);
+                    return;
+                }
+            } else {
+                // Another thread writes: wait for it (mpirun's SIGKILL comes
+                // about a second after its SIGTERM).
+                arm_watchdog(sig);
+                crate::write::WAITING_SIG.store(sig, SeqCst);
+                let mut n = 0;
+                while PHASE.load(SeqCst) == 1 && n < 9000 {
+                    nap();
+                    n += 1;
+                }
+            }
+        }
     }
     // SAFETY: restoring and chaining to the previous disposition.
     unsafe {
@@ -467,6 +657,7 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
             // Blocked while we run; delivered with the default action on return.
             libc::raise(sig);
         } else if old.sa_sigaction != libc::SIG_IGN {
+            disarm_watchdog();
             if old.sa_flags & libc::SA_SIGINFO != 0 {
                 let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut libc::c_void) =
                     std::mem::transmute(old.sa_sigaction);

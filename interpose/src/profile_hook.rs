@@ -1,13 +1,254 @@
-//! Online overhead hook (issue 4). When a key is created the interposer asks
-//! once for the tmax of (function, p, bytes, role); with `Some((tmax_s,
-//! out_of_range))` every call of the key adds max(0, t - tmax) to the key's
-//! overhead sum and the record gets `tmax_s` / `overhead_s`.
+//! Online overhead (issue 4, DESIGN.md §2 item 10). `MPIOVER_PROFILE` names a
+//! calibrated profile (`mpiover_common::profile`); it is loaded at `MPI_Init`
+//! ([`load`]) and checked against this run's environment. When a key is
+//! created the interposer asks once ([`tmax`]) for the tmax of the key's
+//! (function, p, bytes, role); every call of the key then adds
+//! max(0, t - tmax) to the key's overhead, in raw timer units (one compare
+//! and one add on the hot path), and the record gets `tmax_s`, `overhead_s`
+//! and `tmax_out_of_range` per entry and `profile` (path, whether the
+//! environment matched, q_max, note).
 //!
-//! Stub until the profile format (`mpiover_common::profile`) exists: the
-//! profile named by `MPIOVER_PROFILE` will be loaded at `MPI_Init` (see
-//! `init.rs`) and looked up here. Must not panic, do I/O or call MPI.
+//! How a key is looked up (the profile's keys, `profile.rs` module docs):
+//!
+//! - bytes: the record's bytes (what the rank moves in all) converted to the
+//!   per-rank block with `mpiover_common::functions::profile_bytes`;
+//! - completions (`MPI_Wait*`, `MPI_Test*`) that completed requests of one
+//!   kind: function `MPI_Wait` with role = the completed request's function
+//!   (`MPI_Irecv`); a persistent request's `*_init` counts as its
+//!   non-blocking twin (`MPI_Recv_init` as `MPI_Irecv`); p and bytes are the
+//!   request's (for several requests, their sum of bytes);
+//! - rooted collectives: role `root` / `nonroot`;
+//! - point-to-point: whether the peer shares the host is not known here, so
+//!   the profile's cross-host entries are used when it has both kinds (the
+//!   larger tmax: network latency is never reported as overhead).
+//!
+//! A profile that cannot be read gives one warning (rank 0) and no overhead;
+//! one measured elsewhere (another MPI library, CPU, host, more ranks per
+//! host, another binding) gives one warning and overhead that is computed
+//! but flagged (`profile.matched = false`). Nothing here runs on the hot
+//! path except [`tmax`], once per new key: no I/O, no MPI, never a panic.
 
-/// tmax in seconds and whether the lookup fell outside the measured range.
-pub fn tmax(_function: &str, _p: u32, _bytes: u64, _role: Option<&str>) -> Option<(f64, bool)> {
-    None
+use std::os::raw::c_int;
+use std::sync::OnceLock;
+
+use mpiover_common::functions::profile_bytes;
+use mpiover_common::profile::{self, Binding, Environment, Profile};
+use mpiover_common::record::ProfileUse;
+use mpiover_mpisys::consts;
+use mpiover_mpisys::*;
+
+use crate::init::warn;
+
+/// The profile in use, if any.
+static PROFILE: OnceLock<Profile> = OnceLock::new();
+/// What the record says about it.
+static USAGE: OnceLock<ProfileUse> = OnceLock::new();
+
+/// `profile` of the record.
+pub fn usage() -> Option<ProfileUse> {
+    USAGE.get().cloned()
+}
+
+/// Whether overhead is being computed.
+pub fn active() -> bool {
+    PROFILE.get().is_some()
+}
+
+/// The function a completion of a request of `posted` is looked up as.
+fn completion_role(posted: &str) -> &str {
+    match posted {
+        "MPI_Send_init" => "MPI_Isend",
+        "MPI_Bsend_init" => "MPI_Ibsend",
+        "MPI_Rsend_init" => "MPI_Irsend",
+        "MPI_Ssend_init" => "MPI_Issend",
+        "MPI_Recv_init" => "MPI_Irecv",
+        other => other,
+    }
+}
+
+fn is_completion(function: &str) -> bool {
+    function.starts_with("MPI_Wait") || function.starts_with("MPI_Test")
+}
+
+/// tmax in seconds and whether the lookup fell outside the measured range,
+/// for a key of `function` (`completes`: the completed requests' function,
+/// for completions); `None` without a profile or an entry for it.
+pub fn tmax(
+    function: &str,
+    p: u32,
+    bytes: u64,
+    role: Option<&str>,
+    completes: Option<&str>,
+) -> Option<(f64, bool)> {
+    let prof = PROFILE.get()?;
+    let l = match completes {
+        Some(posted) if is_completion(function) => {
+            let role = completion_role(posted);
+            prof.tmax(
+                "MPI_Wait",
+                p,
+                profile_bytes(role, None, p, bytes),
+                Some(role),
+            )?
+        }
+        _ => prof.tmax(function, p, profile_bytes(function, role, p, bytes), role)?,
+    };
+    if l.tmax_s.is_finite() && l.tmax_s >= 0.0 {
+        Some((l.tmax_s, l.out_of_range))
+    } else {
+        None
+    }
+}
+
+fn processor_name() -> String {
+    let n = consts::max_processor_name().max(256) as usize;
+    let mut buf = vec![0u8; n + 1];
+    let mut len: c_int = 0;
+    // SAFETY: buffer of at least MPI_MAX_PROCESSOR_NAME bytes.
+    let r = unsafe { PMPI_Get_processor_name(buf.as_mut_ptr() as *mut libc::c_char, &mut len) };
+    if r != 0 {
+        return String::new();
+    }
+    let len = (len.max(0) as usize).min(n);
+    String::from_utf8_lossy(buf.get(..len).unwrap_or(&[]))
+        .trim_end_matches('\0')
+        .trim()
+        .to_string()
+}
+
+/// Ranks of the world on this rank's host (`MPI_Comm_split_type` shared).
+fn ranks_on_host() -> u32 {
+    let mut local: MPI_Comm = consts::comm_null();
+    let mut n: c_int = 0;
+    // SAFETY: PMPI calls on the world with valid out-pointers; collective
+    // over the world, called by every rank at init.
+    unsafe {
+        if PMPI_Comm_split_type(
+            consts::comm_world(),
+            consts::comm_type_shared(),
+            0,
+            consts::info_null(),
+            &mut local,
+        ) == 0
+        {
+            PMPI_Comm_size(local, &mut n);
+            PMPI_Comm_free(&mut local);
+        }
+    }
+    n.max(0) as u32
+}
+
+/// This run's environment, as far as a profile is compared with it.
+fn environment(mpi_library: &str, ranks: u32) -> Environment {
+    let host = processor_name();
+    Environment {
+        hosts: if host.is_empty() {
+            Vec::new()
+        } else {
+            vec![host]
+        },
+        ranks,
+        ranks_per_host: vec![ranks_on_host()],
+        mpi_library: mpi_library.to_string(),
+        mpi_flavor: mpiover_mpisys::FLAVOR.to_string(),
+        cpu_model: profile::cpu_model(),
+        cpus: profile::cpus_online(),
+        binding: Binding {
+            policy: profile::binding_policy(),
+            ranks: Vec::new(),
+        },
+        os: profile::os_release(),
+        ..Default::default()
+    }
+}
+
+/// Called by every rank at `MPI_Init` (collective over the world: it takes
+/// part in two small PMPI collectives when `MPIOVER_PROFILE` is set, and in
+/// none when it is not, on every rank alike).
+pub fn load(rank: u32, ranks: u32, mpi_library: &str, warnings: &mut Vec<String>) {
+    let Some(path) = std::env::var_os("MPIOVER_PROFILE") else {
+        return;
+    };
+    let path = std::path::PathBuf::from(path);
+    if path.as_os_str().is_empty() {
+        return;
+    }
+    let shown = path.display().to_string();
+    let env = environment(mpi_library, ranks);
+    let loaded = Profile::load(&path);
+    let (failed, mismatch) = match &loaded {
+        Err(_) => (1, 0),
+        Ok(p) => (0, i32::from(p.matches(&env).is_err())),
+    };
+    // Did any rank fail? (One warning for the job, from rank 0.)
+    let mine = [failed, mismatch];
+    let mut any = [0 as c_int; 2];
+    // SAFETY: two ints each way, every rank calls this.
+    unsafe {
+        PMPI_Allreduce(
+            mine.as_ptr() as *const libc::c_void,
+            any.as_mut_ptr() as *mut libc::c_void,
+            2,
+            consts::int(),
+            consts::op_max(),
+            consts::comm_world(),
+        );
+    }
+    let print = rank == 0;
+    match loaded {
+        Err(e) => {
+            warn(
+                warnings,
+                format!("{e}; no overhead is computed (the application runs on)"),
+                print,
+            );
+        }
+        Ok(prof) => {
+            if any[0] != 0 && print {
+                warn(
+                    warnings,
+                    format!(
+                        "profile {shown} could not be read on some ranks; they compute no overhead \
+                         (see their records)"
+                    ),
+                    true,
+                );
+            }
+            let note = match prof.matches(&env) {
+                Ok(()) => None,
+                Err(m) => {
+                    warn(
+                        warnings,
+                        format!(
+                            "profile {shown} was measured in another environment ({m}): \
+                             overhead is computed but may be wrong"
+                        ),
+                        print,
+                    );
+                    Some(format!("measured in another environment: {m}"))
+                }
+            };
+            if note.is_none() && any[1] != 0 && print {
+                warn(
+                    warnings,
+                    format!(
+                        "profile {shown} does not match the environment of some ranks (see their \
+                         records): their overhead is flagged"
+                    ),
+                    true,
+                );
+            }
+            // Build the lookup index now, not at the first new key.
+            let _ = prof.index();
+            let _ = USAGE.set(ProfileUse {
+                path: std::fs::canonicalize(&path)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or(shown),
+                matched: note.is_none(),
+                q_max: Some(prof.method.q_max).filter(|q| *q > 0.0),
+                note,
+            });
+            let _ = PROFILE.set(prof);
+        }
+    }
 }

@@ -125,7 +125,51 @@ macro_rules! caller {
     };
 }
 
-/// The `n`-th frame outside libmpiover (1 = the direct caller of MPI).
+/// Address ranges of an MPI library's Fortran bindings that call the C
+/// `MPI_*` functions (MPICH's libmpichfort): a C wrapper called from there
+/// serves a Fortran call, whose site is the first frame outside them.
+const MAX_BINDINGS: usize = 4;
+static BINDINGS: [(AtomicUsize, AtomicUsize); MAX_BINDINGS] =
+    [const { (AtomicUsize::new(0), AtomicUsize::new(0)) }; MAX_BINDINGS];
+static ANY_BINDING: AtomicBool = AtomicBool::new(false);
+
+/// Registers a Fortran binding library's address range (at init).
+pub fn add_binding(lo: usize, hi: usize) {
+    for (l, h) in &BINDINGS {
+        if l.load(Relaxed) == 0 {
+            l.store(lo, Relaxed);
+            h.store(hi, Relaxed);
+            ANY_BINDING.store(true, Relaxed);
+            return;
+        }
+    }
+}
+
+#[inline(always)]
+fn in_binding(ip: usize) -> bool {
+    if !ANY_BINDING.load(Relaxed) {
+        return false;
+    }
+    BINDINGS
+        .iter()
+        .any(|(l, h)| ip >= l.load(Relaxed) && ip < h.load(Relaxed))
+}
+
+/// The call site for a return address `ra` of a wrapper: `ra` itself at
+/// depth 1 unless it lies in a Fortran binding library, else found by
+/// unwinding.
+#[inline(always)]
+pub fn site_of(ra: usize) -> usize {
+    let depth = DEPTH.load(Relaxed);
+    if depth <= 1 && !in_binding(ra) {
+        ra
+    } else {
+        unwound_site(depth)
+    }
+}
+
+/// The `n`-th frame outside libmpiover and the Fortran binding libraries
+/// (1 = the direct caller of MPI).
 #[inline(never)]
 pub fn unwound_site(n: u32) -> usize {
     let (lo, hi) = (SELF_LO.load(Relaxed), SELF_HI.load(Relaxed));
@@ -135,7 +179,7 @@ pub fn unwound_site(n: u32) -> usize {
     unsafe {
         backtrace::trace_unsynchronized(|frame| {
             let ip = frame.ip() as usize;
-            if ip >= lo && ip < hi {
+            if (ip >= lo && ip < hi) || in_binding(ip) {
                 return true;
             }
             seen += 1;
@@ -237,6 +281,11 @@ impl Drop for Busy {
     }
 }
 
+/// Whether this thread is inside the tool (a wrapper or a hook).
+pub fn is_busy() -> bool {
+    TLS.try_with(|t| t.busy.get()).unwrap_or(true)
+}
+
 /// This thread's state, if it has one (for init-time measurements).
 pub fn this_thread_state() -> *mut ThreadState {
     TLS.try_with(|t| t.ts.get()).unwrap_or(null_mut())
@@ -297,11 +346,17 @@ impl Agg {
         let tmax_s = if key.fid == FID_OTHER {
             None
         } else {
+            let completes = if key.completes < MIXED_FN {
+                FN_NAMES.get(key.completes as usize).copied()
+            } else {
+                None
+            };
             crate::profile_hook::tmax(
                 FN_NAMES.get(key.fid as usize).copied().unwrap_or("?"),
                 key.p,
                 key.bytes,
                 role_name(key.role),
+                completes,
             )
         };
         let tmax = match tmax_s {
@@ -751,13 +806,13 @@ impl CommCache {
         unsafe {
             let mut topo = 0i32;
             PMPI_Topo_test(comm, &mut topo);
-            if topo == MPI_DIST_GRAPH as i32 {
+            if topo == consts::dist_graph() {
                 let mut weighted = 0;
                 PMPI_Dist_graph_neighbors_count(comm, &mut indeg, &mut outdeg, &mut weighted);
-            } else if topo == MPI_GRAPH as i32 {
+            } else if topo == consts::graph() {
                 PMPI_Graph_neighbors_count(comm, info.rank, &mut indeg);
                 outdeg = indeg;
-            } else if topo == MPI_CART as i32 {
+            } else if topo == consts::cart() {
                 let mut nd = 0;
                 PMPI_Cartdim_get(comm, &mut nd);
                 indeg = 2 * nd;
@@ -834,7 +889,10 @@ pub struct ReqInfo {
     pub handle: usize,
     /// The posting communicator (bits), to translate a status's source.
     pub comm: usize,
+    /// Where the request was last posted (its `*_init` or the latest
+    /// `MPI_Start`), and where a persistent one was created.
     pub ra: usize,
+    pub init_ra: usize,
     pub bytes: u64,
     pub p: u32,
     pub peer: i32,
@@ -873,6 +931,7 @@ impl ReqMap {
                     handle: 0,
                     comm: 0,
                     ra: 0,
+                    init_ra: 0,
                     bytes: 0,
                     p: 0,
                     peer: 0,
@@ -971,6 +1030,10 @@ pub struct ThreadState {
     reqs: ReqMap,
     snap: Vec<usize>,
     statuses: Vec<MPI_Status>,
+    /// Fortran statuses for calls whose caller passed `MPI_STATUSES_IGNORE`,
+    /// and completed indices converted to C's (from 0).
+    fstatuses: Vec<crate::fort::Fint>,
+    findices: Vec<core::ffi::c_int>,
 }
 
 impl ThreadState {
@@ -988,6 +1051,8 @@ impl ThreadState {
             reqs: ReqMap::new(),
             snap: Vec::new(),
             statuses: Vec::new(),
+            fstatuses: Vec::new(),
+            findices: Vec::new(),
         });
         let p = Box::into_raw(ts);
         let mut head = THREADS.load(Acquire);
@@ -1085,6 +1150,18 @@ impl StatusSlot {
         } else {
             status
         }
+    }
+}
+
+impl StatusSlot {
+    /// The C status of a Fortran status (for reading the source and size).
+    ///
+    /// # Safety
+    /// `f` points to a Fortran status (MPI filled it or the tool's own).
+    #[inline(always)]
+    pub unsafe fn from_fortran(&mut self, f: *const crate::fort::Fint) -> *mut MPI_Status {
+        PMPI_Status_f2c(f, self.0.as_mut_ptr());
+        self.0.as_mut_ptr()
     }
 }
 
@@ -1244,8 +1321,7 @@ impl Guard {
     /// Records an event under its key.
     #[inline(always)]
     pub fn event(&mut self, ra: usize, ev: &Ev, dt: u64) {
-        let depth = DEPTH.load(Relaxed);
-        let ra = if depth <= 1 { ra } else { unwound_site(depth) };
+        let ra = site_of(ra);
         let ts = self.ts();
         ts.updating.store(true, Relaxed);
         if let Some(f) = ts.funcs.get_mut(ev.fid as usize) {
@@ -1286,12 +1362,12 @@ impl Guard {
         if req == 0 || req == consts::request_null().bits() {
             return;
         }
-        let depth = DEPTH.load(Relaxed);
-        let ra = if depth <= 1 { ra } else { unwound_site(depth) };
+        let ra = site_of(ra);
         self.ts().reqs.insert(ReqInfo {
             handle: req,
             comm,
             ra,
+            init_ra: ra,
             bytes: ev.sent.max(ev.recvd),
             p: ev.p,
             peer: ev.peer,
@@ -1313,14 +1389,14 @@ impl Guard {
     /// and p, with `completes` = the `*_init` function and `post_site` = its
     /// site; the request's posting site becomes this call's.
     pub fn start(&mut self, ev: &mut Ev, req: usize, ra: usize) {
-        let depth = DEPTH.load(Relaxed);
         let m = &mut self.ts().reqs;
         if let Some(i) = m.find(req) {
             if let Some(s) = m.slots.get_mut(i) {
                 // The event names the *_init call and its site; later
                 // completions name this start as the posting site.
-                let init = *s;
-                s.ra = if depth <= 1 { ra } else { unwound_site(depth) };
+                let mut init = *s;
+                init.ra = init.init_ra;
+                s.ra = site_of(ra);
                 merge_done(ev, &init, init.bytes, init.peer);
             }
         }
@@ -1372,6 +1448,143 @@ impl Guard {
         for i in 0..n as usize {
             ts.snap.push((*reqs.add(i)).bits());
         }
+    }
+
+    /// `n` Fortran request handles, as C bits.
+    ///
+    /// # Safety
+    /// `reqs` is null or points to at least `n` Fortran requests.
+    pub unsafe fn snap_f(&mut self, n: i32, reqs: *const crate::fort::Fint) {
+        let ts = self.ts();
+        ts.snap.clear();
+        if reqs.is_null() || n <= 0 {
+            return;
+        }
+        ts.snap.reserve(n as usize);
+        for i in 0..n as usize {
+            ts.snap.push(crate::fort::req_bits(reqs.add(i)));
+        }
+    }
+
+    /// Fortran statuses for `n` requests: the caller's, or the tool's own
+    /// when the caller passed `MPI_STATUSES_IGNORE`.
+    pub fn fstatuses(&mut self, n: i32, st: *mut crate::fort::Fint) -> *mut crate::fort::Fint {
+        if !crate::fort::is_statuses_ignore(st) {
+            return st;
+        }
+        let ts = self.ts();
+        let len = n.max(1) as usize * crate::fort::STATUS_INTS;
+        if ts.fstatuses.len() < len {
+            ts.fstatuses.resize(len, 0);
+        }
+        ts.fstatuses.as_mut_ptr()
+    }
+
+    /// The first `n` Fortran statuses as C statuses.
+    ///
+    /// # Safety
+    /// `st` points to at least `n` Fortran statuses.
+    pub unsafe fn fstatuses_c(&mut self, n: i32, st: *const crate::fort::Fint) -> *mut MPI_Status {
+        let ts = self.ts();
+        let n = n.max(1) as usize;
+        if ts.statuses.len() < n {
+            // SAFETY: MPI_Status is plain old data.
+            ts.statuses.resize(n, std::mem::zeroed());
+        }
+        if !st.is_null() {
+            for i in 0..n {
+                PMPI_Status_f2c(
+                    st.add(i * crate::fort::STATUS_INTS),
+                    ts.statuses.as_mut_ptr().add(i),
+                );
+            }
+        }
+        ts.statuses.as_mut_ptr()
+    }
+
+    /// A completed request's Fortran index (from 1) as a C index (from 0).
+    /// MPICH 4.0's `use mpi_f08` returns indices from 0 (pmodels/mpich#6270),
+    /// so the index is checked against the request that became
+    /// `MPI_REQUEST_NULL`: `v - 1` if that one did, else `v` if that one did,
+    /// else `v - 1` (a persistent request stays).
+    ///
+    /// # Safety
+    /// `ix` is null or points to an index; `reqs` to the snapped requests.
+    pub unsafe fn findex(
+        &mut self,
+        ix: *const crate::fort::Fint,
+        reqs: *const crate::fort::Fint,
+    ) -> core::ffi::c_int {
+        let v = crate::fort::int(ix);
+        if v == consts::undefined() {
+            return v;
+        }
+        let snap = &self.ts().snap;
+        let freed = |k: i32| {
+            k >= 0
+                && (k as usize) < snap.len()
+                && snap[k as usize] != 0
+                && !reqs.is_null()
+                && crate::fort::req_bits(reqs.add(k as usize)) == 0
+        };
+        if freed(v - 1) {
+            v - 1
+        } else if freed(v) {
+            v
+        } else if v >= 1 {
+            v - 1
+        } else {
+            consts::undefined()
+        }
+    }
+
+    /// `n` Fortran indices (from 1) as C indices (from 0), see `findex`.
+    ///
+    /// # Safety
+    /// `ix` is null or points to at least `n` indices; `reqs` to the
+    /// snapped requests.
+    pub unsafe fn findices(
+        &mut self,
+        ix: *const crate::fort::Fint,
+        n: i32,
+        reqs: *const crate::fort::Fint,
+    ) -> *mut core::ffi::c_int {
+        let mut v = Vec::new();
+        if !ix.is_null() && n > 0 && n != consts::undefined() {
+            for i in 0..n as usize {
+                v.push(self.findex(ix.add(i), reqs));
+            }
+        }
+        let ts = self.ts();
+        ts.findices.clear();
+        ts.findices.extend_from_slice(&v);
+        if ts.findices.is_empty() {
+            ts.findices.push(0);
+        }
+        ts.findices.as_mut_ptr()
+    }
+
+    /// `wbytes` with Fortran datatypes.
+    ///
+    /// # Safety
+    /// Both arrays are null or hold at least `n` elements.
+    pub unsafe fn wbytes_f<T: ToCount>(
+        &mut self,
+        counts: *const T,
+        types: *const crate::fort::Fint,
+        n: u32,
+    ) -> u64 {
+        if counts.is_null() || types.is_null() {
+            return 0;
+        }
+        let mut s = 0u64;
+        for i in 0..n as usize {
+            let c = (*counts.add(i)).cnt();
+            if c > 0 {
+                s = s.saturating_add(self.bytes(c, crate::fort::datatype(types.add(i))));
+            }
+        }
+        s
     }
 
     #[inline]
@@ -1500,6 +1713,7 @@ mod tests {
             handle: h,
             comm: 0,
             ra: h * 2,
+            init_ra: h * 2,
             bytes: 0,
             p: 0,
             peer: 0,

@@ -97,10 +97,27 @@ pub fn objects() -> Vec<Obj> {
     v
 }
 
-/// Finds libmpiover's own address range (frames skipped when unwinding).
+/// Fortran binding libraries that call the C `MPI_*` functions (MPICH and
+/// its derivatives); their frames are skipped like the tool's own.
+const BINDING_LIBS: &[&str] = &["libmpichfort.", "libmpifort."];
+
+/// Finds libmpiover's own address range and those of the Fortran binding
+/// libraries (frames skipped when unwinding).
 pub fn init_self_range() {
     let me = crate::rt::unwound_site as *const () as usize;
-    for o in objects() {
+    let objs = objects();
+    for o in &objs {
+        let name = std::path::Path::new(&o.path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if BINDING_LIBS.iter().any(|b| name.starts_with(b)) {
+            let lo = o.ranges.iter().map(|r| r.0).min().unwrap_or(0);
+            let hi = o.ranges.iter().map(|r| r.1).max().unwrap_or(0);
+            crate::rt::add_binding(lo, hi);
+        }
+    }
+    for o in objs {
         if o.ranges.iter().any(|&(lo, hi)| me >= lo && me < hi) {
             let lo = o.ranges.iter().map(|r| r.0).min().unwrap_or(0);
             let hi = o.ranges.iter().map(|r| r.1).max().unwrap_or(0);
@@ -111,8 +128,10 @@ pub fn init_self_range() {
     }
 }
 
-/// Resolves one return address.
-pub fn resolve(id: u32, ra: usize, objs: &[Obj]) -> Site {
+/// Where one return address lies: module, build-id, offset from the load
+/// bias (no symbols: cheap, no file is read). `note` says why it is not
+/// resolved further, if it stays like this.
+pub fn locate(id: u32, ra: usize, objs: &[Obj]) -> Site {
     let mut site = Site {
         id,
         address: format!("{ra:#x}"),
@@ -137,6 +156,15 @@ pub fn resolve(id: u32, ra: usize, objs: &[Obj]) -> Site {
         site.build_id = o.build_id.clone();
         site.offset = Some(format!("{:#x}", ra.wrapping_sub(o.bias)));
     }
+    site
+}
+
+/// Adds function, file, line and the inline chain of `ra` to a located site
+/// (reads the module's debug information: slow the first time per module).
+pub fn symbolize(site: &mut Site, ra: usize) {
+    if ra == 0 {
+        return;
+    }
     let mut frames: Vec<(Option<String>, Option<String>, Option<u32>)> = Vec::new();
     // backtrace looks up ra - 1 itself.
     backtrace::resolve(ra as *mut c_void, |sym| {
@@ -150,6 +178,7 @@ pub fn resolve(id: u32, ra: usize, objs: &[Obj]) -> Site {
         site.file = file;
         site.line = line;
     }
+    site.inlined_into.clear();
     for (name, file, line) in it {
         let f = name.unwrap_or_else(|| "?".into());
         site.inlined_into.push(match (file, line) {
@@ -158,5 +187,11 @@ pub fn resolve(id: u32, ra: usize, objs: &[Obj]) -> Site {
             _ => f,
         });
     }
+}
+
+/// Resolves one return address fully.
+pub fn resolve(id: u32, ra: usize, objs: &[Obj]) -> Site {
+    let mut site = locate(id, ra, objs);
+    symbolize(&mut site, ra);
     site
 }

@@ -87,6 +87,19 @@ pub fn unit_quick() -> f64 {
     f64::from_bits(UNIT_BITS.load(Relaxed))
 }
 
+/// Nanoseconds (of `CLOCK_MONOTONIC`) as raw units (quick rate estimate).
+pub fn ticks_from_ns(ns: u64) -> u64 {
+    if !USE_TSC.load(Relaxed) {
+        return ns;
+    }
+    let u = unit_quick();
+    if u > 0.0 {
+        (ns as f64 * 1e-9 / u) as u64
+    } else {
+        ns
+    }
+}
+
 /// Best estimate of seconds per unit: the ratio over the whole run when it is
 /// long enough (> 50 ms), else the quick one.
 pub fn unit_s() -> f64 {

@@ -1,13 +1,21 @@
-//! Writing the record: once per process, at `MPI_Finalize` (before
-//! `PMPI_Finalize`), `MPI_Abort`, process exit, or a fatal signal (best
-//! effort). Recording stops first; every thread's aggregates are merged,
-//! call sites resolved, and the JSON goes to a temporary name that is then
-//! renamed to `rank-NNNNNN.json`, so a reader never sees half a file. No MPI
-//! call is made here.
+//! Writing the record: once per process, at `MPI_Finalize` (after
+//! `PMPI_Finalize`, so that its time is in the record), `MPI_Abort`, process
+//! exit, or a fatal signal (best effort). Recording stops first; every
+//! thread's aggregates are merged, call sites located and resolved, and the
+//! JSON goes to a temporary name that is then renamed to `rank-NNNNNN.json`,
+//! so a reader never sees half a file. No MPI call is made here.
+//!
+//! At process exit and on a signal the process may be killed at any moment
+//! (mpirun tears a job down with SIGTERM, then SIGKILL): the record is first
+//! written with its sites only located (module, build-id, offset; each site's
+//! `note` says "unresolved (signal)" / "unresolved (exit)"), which takes well
+//! under a millisecond, and then rewritten with file, line and function once
+//! the debug information was read. A signal that arrives while the record is
+//! being written waits for the write to end (see `init.rs`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering::*};
 
 use mpiover_common::histogram::{Bucket, Histogram};
 use mpiover_common::record::{self, Entry, Folded, FunctionTotal, Record, Timer, Tool};
@@ -17,7 +25,22 @@ use crate::names::{FN_NAMES, NFUNCS};
 use crate::rt::{self, Agg, Key};
 use crate::timer;
 
+/// Set when writing starts (recording cannot be switched on again).
 pub static WRITTEN: AtomicBool = AtomicBool::new(false);
+/// 0: not written, 1: being written (by thread `WRITER_TID`), 2: done.
+pub static PHASE: AtomicU8 = AtomicU8::new(0);
+pub static WRITER_TID: AtomicI32 = AtomicI32::new(0);
+/// An asynchronous signal that arrived on the writing thread while it wrote
+/// outside a signal handler; delivered again when the write is done.
+pub static PENDING_SIG: AtomicI32 = AtomicI32::new(0);
+/// A signal handler on another thread waits for the write (debug output).
+pub static WAITING_SIG: AtomicI32 = AtomicI32::new(0);
+
+/// The kernel id of the calling thread.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions (async-signal-safe).
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
 
 struct Merged {
     count: u64,
@@ -48,8 +71,10 @@ fn name_of(fid: u16) -> String {
         .to_string()
 }
 
-/// Builds this rank's record from every thread's aggregates.
-pub fn build(finished: &str) -> Option<Record> {
+/// Builds this rank's record from every thread's aggregates, with its sites
+/// located but not symbolized; returns it with the address of each site
+/// (`addrs[i]` is site `i`).
+pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
     let info = INFO.get()?;
     let unit = timer::unit_s();
     let end_unix_s = std::time::SystemTime::now()
@@ -127,7 +152,7 @@ pub fn build(finished: &str) -> Option<Record> {
     let objs = crate::sites::objects();
     let sites = addrs
         .iter()
-        .map(|(&ra, &id)| crate::sites::resolve(id, ra, &objs))
+        .map(|(&ra, &id)| crate::sites::locate(id, ra, &objs))
         .collect();
 
     let mut entries: Vec<Entry> = merged
@@ -173,7 +198,7 @@ pub fn build(finished: &str) -> Option<Record> {
     }
     functions.sort_by(|a, b| b.time_s.total_cmp(&a.time_s));
 
-    Some(Record {
+    let rec = Record {
         schema: record::RECORD_SCHEMA.to_string(),
         run_id: info.run_id.clone(),
         rank: info.rank,
@@ -201,45 +226,130 @@ pub fn build(finished: &str) -> Option<Record> {
             depth: info.depth,
             max_keys: info.max_keys,
         },
-        profile: None,
+        profile: crate::profile_hook::usage(),
         sites,
         functions,
         entries,
         folded,
         warnings: info.warnings.clone(),
-    })
+    };
+    Some((rec, addrs.into_keys().collect()))
+}
+
+/// How the record is being written.
+#[derive(Clone, Copy, PartialEq)]
+pub enum When {
+    /// `MPI_Finalize`, `MPI_Abort`: resolve, then write once.
+    Normal,
+    /// Process exit without `MPI_Finalize`: mpirun may kill us any moment.
+    Exit,
+    /// Inside a signal handler.
+    Signal,
 }
 
 /// Stops recording and writes this rank's record, once. Never panics; a
-/// failure gives one warning on stderr.
-pub fn write_record(finished: &str) {
-    if INFO.get().is_none() || WRITTEN.swap(true, SeqCst) {
+/// failure gives one warning on stderr. Returns after the write is done (or
+/// at once when another thread writes it).
+pub fn write_record(finished: &str, when: When) {
+    if INFO.get().is_none() || PHASE.compare_exchange(0, 1, SeqCst, SeqCst).is_err() {
         return;
     }
+    WRITER_TID.store(gettid(), SeqCst);
+    WRITTEN.store(true, SeqCst);
     rt::STATE.fetch_and(!rt::ENABLED, SeqCst);
-    let _busy = rt::busy();
+    {
+        let _busy = rt::busy();
+        write_now(finished, when);
+    }
+    let waiting = WAITING_SIG.load(SeqCst);
+    PHASE.store(2, SeqCst);
+    if crate::init::debug() && waiting != 0 {
+        eprintln!("mpiover: debug: signal {waiting} waited on another thread for the write");
+    }
+    if when != When::Signal {
+        let sig = PENDING_SIG.swap(0, SeqCst);
+        if sig != 0 {
+            if crate::init::debug() {
+                eprintln!("mpiover: debug: signal {sig} came during the write; delivered now");
+            }
+            crate::init::redeliver(sig);
+        }
+    }
+}
+
+fn write_now(finished: &str, when: When) {
     let Some(info) = INFO.get() else { return };
     let Some(dir) = info.dir.as_ref() else { return };
-    let Some(rec) = build(finished) else { return };
+    let t0 = timer::mono_ns();
+    let Some((mut rec, addrs)) = build(finished) else {
+        return;
+    };
+    let t1 = timer::mono_ns();
+    let quick_note = match when {
+        When::Normal => None,
+        When::Exit => Some("unresolved (exit)"),
+        When::Signal => Some("unresolved (signal)"),
+    };
+    if let Some(note) = quick_note {
+        let resolved = std::mem::take(&mut rec.sites);
+        rec.sites = resolved.clone();
+        for s in rec.sites.iter_mut().filter(|s| s.note.is_none()) {
+            s.note = Some(note.to_string());
+        }
+        if !save(info, dir, &rec) {
+            return;
+        }
+        rec.sites = resolved;
+        if crate::init::slow_write() {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+    }
+    let t2 = timer::mono_ns();
+    for (s, &ra) in rec.sites.iter_mut().zip(addrs.iter()) {
+        crate::sites::symbolize(s, ra);
+    }
+    let t3 = timer::mono_ns();
+    save(info, dir, &rec);
+    if crate::init::debug() {
+        eprintln!(
+            "mpiover: debug: rank {} record ({finished}): build {:.3} ms, quick write {:.3} ms, \
+             symbolize {} sites {:.3} ms, write {:.3} ms",
+            info.rank,
+            (t1 - t0) as f64 * 1e-6,
+            (t2 - t1) as f64 * 1e-6,
+            addrs.len(),
+            (t3 - t2) as f64 * 1e-6,
+            timer::mono_ns().wrapping_sub(t3) as f64 * 1e-6
+        );
+    }
+}
+
+/// Writes `rec` to a temporary name and renames it into place; false (and
+/// one warning) on failure.
+fn save(info: &crate::init::RunInfo, dir: &std::path::Path, rec: &Record) -> bool {
     let name = record::rank_file_name(info.rank);
     let tmp = dir.join(format!(".{name}.tmp-{}", info.pid));
     let res = (|| -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let mut f = std::fs::File::create(&tmp)?;
-        let mut w = std::io::BufWriter::new(&mut f);
-        serde_json::to_writer(&mut w, &rec).map_err(std::io::Error::other)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut f);
+        serde_json::to_writer(&mut w, rec).map_err(std::io::Error::other)?;
         w.write_all(b"\n")?;
         w.flush()?;
         drop(w);
         std::fs::rename(&tmp, dir.join(&name))
     })();
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        if std::env::var_os("MPIOVER_QUIET").is_none() {
-            eprintln!(
-                "mpiover: warning: cannot write {}: {e}",
-                dir.join(&name).display()
-            );
+    match res {
+        Ok(()) => true,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            if !crate::init::quiet() {
+                eprintln!(
+                    "mpiover: warning: cannot write {}: {e}",
+                    dir.join(&name).display()
+                );
+            }
+            false
         }
     }
 }

@@ -205,6 +205,35 @@ fn basic_program_is_recorded_right_and_unchanged() {
         assert_eq!(b.bytes, 16);
         let calls: u64 = rec.functions.iter().map(|f| f.calls).sum();
         assert_eq!(calls, rec.tool.calls);
+        // Every call is counted, MPI_Init and MPI_Finalize too.
+        let n = |f: &str| {
+            rec.functions
+                .iter()
+                .find(|x| x.function == f)
+                .map(|x| x.calls)
+                .unwrap_or(0)
+        };
+        assert_eq!(
+            (n("MPI_Init"), n("MPI_Finalize")),
+            (1, 1),
+            "{:?}",
+            rec.functions
+        );
+        // Both start_unix_s and app_time_s count from the entry of MPI_Init.
+        let span = rec.end_unix_s - rec.start_unix_s;
+        assert!(
+            (span - rec.app_time_s).abs() < 0.02,
+            "end - start {span} vs app_time_s {}",
+            rec.app_time_s
+        );
+        // The tool's cost: at least two timer reads, well under a microsecond.
+        assert!(
+            rec.tool.cost_per_call_s >= 2.0 * rec.timer.cost_s * 0.999
+                && rec.tool.cost_per_call_s < 1e-6,
+            "cost {} timer {}",
+            rec.tool.cost_per_call_s,
+            rec.timer.cost_s
+        );
     }
     let (r0, r1) = (&r[0], &r[1]);
     let s = one(r0, "MPI_Send", "basic.c", l("send"));
@@ -280,6 +309,42 @@ fn endings_keep_exit_status_and_leave_records() {
             .map(|e| e.count)
             .sum();
         assert_eq!(sends, 5, "{mode}");
+    }
+}
+
+/// mpirun sends SIGTERM to the other ranks when a rank exits without
+/// `MPI_Finalize`; a rank that is writing its record at exit then must finish
+/// (the signal waits, or is delivered again after the write), and the record
+/// must be the resolved one.
+#[test]
+fn signal_during_the_exit_write_waits_for_it() {
+    if skip() {
+        return;
+    }
+    let dir = scratch("stagger");
+    let exe = compile("die.c", &dir);
+    let out = dir.join("run");
+    let o = mpirun(
+        3,
+        &exe,
+        &["nofinalize_stagger"],
+        &[
+            ("MPIOVER_OUT", out.to_str().unwrap()),
+            ("MPIOVER_DEBUG", "slow-write"),
+        ],
+        true,
+    );
+    let r = records(&out, 3);
+    for rec in &r {
+        assert_eq!(rec.finished, "exit", "rank {}", rec.rank);
+        for s in &rec.sites {
+            assert!(
+                s.note.is_none() && s.line.is_some(),
+                "rank {}: site not resolved: {s:?}\n{}",
+                rec.rank,
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
     }
 }
 

@@ -70,6 +70,9 @@ pub mod consts {
         static MPIOVER_THREAD_SERIALIZED: i32;
         static MPIOVER_THREAD_MULTIPLE: i32;
         static MPIOVER_COMM_TYPE_SHARED: i32;
+        static MPIOVER_GRAPH: i32;
+        static MPIOVER_CART: i32;
+        static MPIOVER_DIST_GRAPH: i32;
     }
     macro_rules! getters {
         ($($f:ident => $s:ident : $t:ty),* $(,)?) => {
@@ -113,5 +116,8 @@ pub mod consts {
         thread_serialized => MPIOVER_THREAD_SERIALIZED: i32,
         thread_multiple => MPIOVER_THREAD_MULTIPLE: i32,
         comm_type_shared => MPIOVER_COMM_TYPE_SHARED: i32,
+        graph => MPIOVER_GRAPH: i32,
+        cart => MPIOVER_CART: i32,
+        dist_graph => MPIOVER_DIST_GRAPH: i32,
     }
 }

@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 mod fit;
 mod profile_cmd;
+mod record_cmd;
 
 #[derive(Debug, Parser)]
 #[command(name = "mpiover", version, about = "Which source lines waste time in MPI communication")]
@@ -23,6 +24,8 @@ enum Cmd {
     /// Inspect, query and merge calibration profiles.
     #[command(subcommand)]
     Profile(profile_cmd::ProfileCmd),
+    /// Run an MPI job under the profiler, then print the report's summary.
+    Record(record_cmd::RecordArgs),
 }
 
 fn main() {
@@ -32,6 +35,7 @@ fn main() {
         Cmd::Diff(a) => mpiover_report::cli::run_diff(a),
         Cmd::Fit(a) => fit::run(a),
         Cmd::Profile(c) => profile_cmd::run(c),
+        Cmd::Record(a) => record_cmd::run(a).map(|code| std::process::exit(code)),
     };
     if let Err(e) = res {
         eprintln!("mpiover: error: {e:#}");

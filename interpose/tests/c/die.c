@@ -1,11 +1,15 @@
 /* Ways for a rank to end (interpose/tests/record.rs): after some MPI calls,
  * argv[1] = abort | term | segv | nofinalize | exit3 | ok. Rank 0 does the
- * deed; the other ranks finish normally where that is possible. */
+ * deed; the other ranks finish normally where that is possible.
+ * nofinalize_stagger: no rank finalizes, rank r returns r * 150 ms after the
+ * others (run with MPIOVER_DEBUG=slow-write: mpirun's SIGTERM, sent when rank
+ * 0 exits, reaches the other ranks while they write their records). */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 __attribute__((noinline)) static void helper_send(int *b, int to)
@@ -40,6 +44,12 @@ int main(int argc, char **argv)
         if (!strcmp(mode, "segv")) raise(SIGSEGV);
     }
     if (!strcmp(mode, "nofinalize")) return 0;
+    if (!strcmp(mode, "nofinalize_stagger")) {
+        struct timespec t = {0, 150000000L * rank};
+        while (nanosleep(&t, &t) != 0)
+            ;
+        return 0;
+    }
     if (!strcmp(mode, "exit3")) {
         MPI_Finalize();
         return 3;

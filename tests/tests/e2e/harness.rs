@@ -85,6 +85,39 @@ fn locate_artifact(env_var: &str, name: &str) -> PathBuf {
     );
 }
 
+/// The MPI library the suite runs under: `openmpi` (the default) or `mpich`
+/// (`MPIOVER_E2E_MPI=mpich`: `mpiexec.mpich`, `mpicc.mpich`, `mpifort.mpich`;
+/// point `MPIOVER_LIB` or `CARGO_TARGET_DIR` at a build made with
+/// `MPICC=mpicc.mpich`). Only the tests that do not depend on Open MPI's
+/// behaviour are meant to run under MPICH (see `.ci`).
+pub fn mpi_flavor() -> &'static str {
+    static F: OnceLock<String> = OnceLock::new();
+    F.get_or_init(|| match std::env::var("MPIOVER_E2E_MPI").as_deref() {
+        Ok("mpich") => "mpich".to_string(),
+        Ok("openmpi") | Ok("") | Err(_) => "openmpi".to_string(),
+        Ok(other) => panic!("MPIOVER_E2E_MPI={other:?}: expected openmpi or mpich"),
+    })
+}
+
+/// `make` variables selecting the compilers of [`mpi_flavor`].
+fn make_vars() -> Vec<String> {
+    if mpi_flavor() == "mpich" {
+        vec!["MPICC=mpicc.mpich".into(), "MPIFC=mpifort.mpich".into()]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Where the examples of [`mpi_flavor`] are built.
+fn examples_out() -> PathBuf {
+    let name = if mpi_flavor() == "mpich" {
+        "examples-mpich"
+    } else {
+        "examples"
+    };
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
 /// The interposer under test.
 pub fn lib() -> &'static Path {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
@@ -105,17 +138,29 @@ pub fn mpiover_bin() -> &'static Path {
     })
 }
 
+/// The calibration program under test (`mpiover-calibrate`, or
+/// `$MPIOVER_CALIBRATE`).
+pub fn calibrate_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let p = locate_artifact("MPIOVER_CALIBRATE", "mpiover-calibrate");
+        eprintln!("e2e: using {}", p.display());
+        p
+    })
+}
+
 /// Path of a built example, building all of them (once per test process) with
 /// `make -C examples OUT=<tmp>/examples`.
 pub fn example(name: &str) -> PathBuf {
     static OUT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let out = OUT.get_or_init(|| {
-        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("examples");
+        let out = examples_out();
         let res = Command::new("make")
             .arg("-s")
             .arg("-C")
             .arg(examples_src())
             .arg(format!("OUT={}", out.display()))
+            .args(make_vars())
             .output()
             .map_err(|e| format!("running make: {e}"))?;
         if !res.status.success() {
@@ -142,6 +187,68 @@ pub fn example(name: &str) -> PathBuf {
     }
 }
 
+/// Path of a program built by `make -C examples/<dir> OUT=<tmp>/<dir>` (once
+/// per directory and test process): the Fortran examples (`fortran`), the
+/// thread, non-blocking and `MPI_Pcontrol` examples.
+pub fn example_in(dir: &str, name: &str) -> PathBuf {
+    static BUILT: Mutex<BTreeMap<String, Result<PathBuf, String>>> = Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let res = built.entry(dir.to_string()).or_insert_with(|| {
+        let out = examples_out().join(dir);
+        let res = Command::new("make")
+            .arg("-s")
+            .arg("-C")
+            .arg(examples_src().join(dir))
+            .arg(format!("OUT={}", out.display()))
+            .args(make_vars())
+            .output()
+            .map_err(|e| format!("running make: {e}"))?;
+        if !res.status.success() {
+            return Err(format!(
+                "make -C examples/{dir} failed ({}):\n{}{}",
+                res.status,
+                String::from_utf8_lossy(&res.stdout),
+                String::from_utf8_lossy(&res.stderr)
+            ));
+        }
+        Ok(out)
+    });
+    match res {
+        Ok(out) => {
+            let p = out.join(name);
+            assert!(p.is_file(), "{name} was not built into {}", out.display());
+            p
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Line of the unique marker `MPIOVER-EXPECT: <tag>` in `examples/<file>`,
+/// in any comment syntax (`/* ... */` in C, `! ...` at the end of a
+/// Fortran line, `# ...` in Python).
+pub fn marker_any(file: &str, tag: &str) -> u32 {
+    let path = examples_src().join(file);
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let needle = format!("MPIOVER-EXPECT: {tag}");
+    let lines: Vec<u32> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            l.match_indices(&needle).any(|(i, _)| {
+                let rest = &l[i + needle.len()..];
+                rest.is_empty() || rest.starts_with(' ') || rest.starts_with('*')
+            })
+        })
+        .map(|(i, _)| i as u32 + 1)
+        .collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "marker {tag:?} in {file}: found on lines {lines:?}"
+    );
+    lines[0]
+}
+
 /// Line of the unique `/* MPIOVER-EXPECT: <tag> */` marker in `examples/<file>`.
 pub fn marker(file: &str, tag: &str) -> u32 {
     let path = examples_src().join(file);
@@ -161,7 +268,9 @@ pub fn marker(file: &str, tag: &str) -> u32 {
     lines[0]
 }
 
-fn mpi_lock() -> MutexGuard<'static, ()> {
+/// The suite's one MPI lock: hold it around anything that starts MPI jobs
+/// (`Job::run` does).
+pub fn mpi_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -193,6 +302,19 @@ impl Job {
         }
     }
 
+    /// A job of any program (not an example).
+    pub fn program(np: u32, program: &Path, args: &[&str], cwd: &Path) -> Job {
+        Job {
+            np,
+            program: program.to_path_buf(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            preload: false,
+            env: Vec::new(),
+            cwd: cwd.to_path_buf(),
+            timeout: JOB_TIMEOUT,
+        }
+    }
+
     pub fn preload(mut self) -> Job {
         self.preload = true;
         self
@@ -209,6 +331,9 @@ impl Job {
     }
 
     pub fn command(&self) -> Command {
+        if mpi_flavor() == "mpich" {
+            return self.command_mpich();
+        }
         let mut c = Command::new("mpirun");
         c.arg("-np").arg(self.np.to_string());
         if self.preload {
@@ -229,6 +354,29 @@ impl Job {
         c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
             .env("OMPI_MCA_rmaps_base_oversubscribe", "1");
+        c
+    }
+
+    /// The job under MPICH's Hydra launcher.
+    fn command_mpich(&self) -> Command {
+        let mut c = Command::new("mpiexec.mpich");
+        c.arg("-n").arg(self.np.to_string());
+        if self.preload {
+            c.arg("-genv")
+                .arg("LD_PRELOAD")
+                .arg(lib().display().to_string());
+        }
+        for (k, v) in &self.env {
+            c.arg("-genv").arg(k).arg(v);
+        }
+        c.arg(&self.program).args(&self.args);
+        c.current_dir(&self.cwd);
+        c.env_remove("LD_PRELOAD");
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("MPIOVER_") {
+                c.env_remove(&k);
+            }
+        }
         c
     }
 
@@ -367,7 +515,7 @@ pub fn signal(pid: u32, sig: i32) {
 }
 
 /// Ask mpirun to stop, then kill it and every process below it.
-fn kill_tree(pid: u32) {
+pub fn kill_tree(pid: u32) {
     let below = descendants(pid);
     signal(pid, libc::SIGTERM);
     std::thread::sleep(Duration::from_secs(2));
@@ -500,9 +648,26 @@ pub fn profile_env(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Profiled {
+    profile_program(test, np, &example(example_name), args, env)
+}
+
+/// `profile_env` for any program (by path).
+pub fn profile_program(
+    test: &str,
+    np: u32,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Profiled {
     let dir = scratch(test);
     let run = dir.join("run");
-    let mut job = Job::new(np, example_name, args, &dir).profiled(&run);
+    let example_name = program
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_string();
+    let example_name = example_name.as_str();
+    let mut job = Job::program(np, program, args, &dir).profiled(&run);
     for (k, v) in env {
         job = job.env(k, v);
     }

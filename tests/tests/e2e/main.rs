@@ -9,9 +9,16 @@
 
 mod harness;
 
+mod accuracy;
 mod attribution;
 mod bytes_peers;
+mod calibrated;
+mod fortran;
+mod nonblocking;
+mod pcontrol;
+mod profile_use;
 mod record_format;
 mod report;
 mod robustness;
+mod threads;
 mod transparency;
