@@ -226,3 +226,53 @@ mod profile_bytes_tests {
         assert_eq!(profile_bytes("MPI_Bcast", Some("root"), 4, 8), 8);
     }
 }
+
+/// The profile key `(function, role, bytes)` under which a record entry is
+/// looked up: completions (`MPI_Wait*`, `MPI_Test*`) of requests of one kind
+/// are looked up as `MPI_Wait` with role = the completed request's function
+/// (a persistent `*_init` counts as its non-blocking twin); everything else
+/// under its own name and role. Bytes go through [`profile_bytes`]. The
+/// interposer (online overhead) and the report (re-analysis) both use this.
+pub fn profile_key<'a>(
+    function: &'a str,
+    role: Option<&'a str>,
+    completes: Option<&'a str>,
+    p: u32,
+    bytes: u64,
+) -> (&'a str, Option<&'a str>, u64) {
+    match completes {
+        Some(posted) if function.starts_with("MPI_Wait") || function.starts_with("MPI_Test") => {
+            let twin = match posted {
+                "MPI_Send_init" => "MPI_Isend",
+                "MPI_Bsend_init" => "MPI_Ibsend",
+                "MPI_Rsend_init" => "MPI_Irsend",
+                "MPI_Ssend_init" => "MPI_Issend",
+                "MPI_Recv_init" => "MPI_Irecv",
+                other => other,
+            };
+            ("MPI_Wait", Some(twin), profile_bytes(twin, None, p, bytes))
+        }
+        _ => (function, role, profile_bytes(function, role, p, bytes)),
+    }
+}
+
+#[cfg(test)]
+mod profile_key_tests {
+    use super::profile_key;
+
+    #[test]
+    fn completions_are_keyed_by_the_completed_request() {
+        assert_eq!(
+            profile_key("MPI_Waitall", None, Some("MPI_Recv_init"), 2, 8),
+            ("MPI_Wait", Some("MPI_Irecv"), 8)
+        );
+        assert_eq!(
+            profile_key("MPI_Recv", None, None, 2, 8),
+            ("MPI_Recv", None, 8)
+        );
+        assert_eq!(
+            profile_key("MPI_Gather", Some("root"), None, 4, 400),
+            ("MPI_Gather", Some("root"), 100)
+        );
+    }
+}

@@ -15,7 +15,8 @@
 //! Environment: `MPIOVER_OUT` (run directory), `MPIOVER_DEPTH` (which caller
 //! is the site, default 1), `MPIOVER_MAX_KEYS` (distinct keys per thread,
 //! default 4096), `MPIOVER_TIMER` (`tsc` or `clock`, default automatic),
-//! `MPIOVER_QUIET=1` (no warnings on stderr).
+//! `MPIOVER_QUIET=1` (no warnings on stderr), `MPIOVER_PROFILE` (calibrated
+//! profile: online overhead), `MPIOVER_DEBUG` (record-write timings).
 
 pub mod fort;
 pub mod hooks;

@@ -31,7 +31,6 @@
 use std::os::raw::c_int;
 use std::sync::OnceLock;
 
-use mpiover_common::functions::profile_bytes;
 use mpiover_common::profile::{self, Binding, Environment, Profile};
 use mpiover_common::record::ProfileUse;
 use mpiover_mpisys::consts;
@@ -54,22 +53,6 @@ pub fn active() -> bool {
     PROFILE.get().is_some()
 }
 
-/// The function a completion of a request of `posted` is looked up as.
-fn completion_role(posted: &str) -> &str {
-    match posted {
-        "MPI_Send_init" => "MPI_Isend",
-        "MPI_Bsend_init" => "MPI_Ibsend",
-        "MPI_Rsend_init" => "MPI_Irsend",
-        "MPI_Ssend_init" => "MPI_Issend",
-        "MPI_Recv_init" => "MPI_Irecv",
-        other => other,
-    }
-}
-
-fn is_completion(function: &str) -> bool {
-    function.starts_with("MPI_Wait") || function.starts_with("MPI_Test")
-}
-
 /// tmax in seconds and whether the lookup fell outside the measured range,
 /// for a key of `function` (`completes`: the completed requests' function,
 /// for completions); `None` without a profile or an entry for it.
@@ -81,18 +64,9 @@ pub fn tmax(
     completes: Option<&str>,
 ) -> Option<(f64, bool)> {
     let prof = PROFILE.get()?;
-    let l = match completes {
-        Some(posted) if is_completion(function) => {
-            let role = completion_role(posted);
-            prof.tmax(
-                "MPI_Wait",
-                p,
-                profile_bytes(role, None, p, bytes),
-                Some(role),
-            )?
-        }
-        _ => prof.tmax(function, p, profile_bytes(function, role, p, bytes), role)?,
-    };
+    let (function, role, bytes) =
+        mpiover_common::functions::profile_key(function, role, completes, p, bytes);
+    let l = prof.tmax(function, p, bytes, role)?;
     if l.tmax_s.is_finite() && l.tmax_s >= 0.0 {
         Some((l.tmax_s, l.out_of_range))
     } else {

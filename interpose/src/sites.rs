@@ -159,11 +159,33 @@ pub fn locate(id: u32, ra: usize, objs: &[Obj]) -> Site {
     site
 }
 
+/// Whether a module is the Python interpreter or an extension module
+/// (mpi4py's `MPI.cpython-311-x86_64-linux-gnu.so`).
+fn is_python(module: &str) -> bool {
+    let name = std::path::Path::new(module)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    name.contains(".cpython-")
+        || name.contains(".abi3.")
+        || name.starts_with("libpython")
+        || name.starts_with("python")
+}
+
 /// Adds function, file, line and the inline chain of `ra` to a located site
 /// (reads the module's debug information: slow the first time per module).
+/// A site in Python (an MPI call made by mpi4py) is the nearest native frame;
+/// its note says so.
 pub fn symbolize(site: &mut Site, ra: usize) {
     if ra == 0 {
         return;
+    }
+    if site.module.as_deref().is_some_and(is_python) {
+        site.note = Some(
+            "python: nearest native frame (the MPI call was made from Python; its Python line \
+             is not known)"
+                .into(),
+        );
     }
     let mut frames: Vec<(Option<String>, Option<String>, Option<u32>)> = Vec::new();
     // backtrace looks up ra - 1 itself.

@@ -297,15 +297,20 @@ pub fn entry_wait_state(
             let c = completes?;
             match c {
                 "MPI_Irecv" | "MPI_Imrecv" | "MPI_Recv_init" => Some("Late Sender"),
-                "MPI_Isend" | "MPI_Send_init" => entry_wait_state("MPI_Send", bytes, role, None, rendezvous_bytes),
-                "MPI_Irsend" | "MPI_Rsend_init" => entry_wait_state("MPI_Rsend", bytes, role, None, rendezvous_bytes),
+                "MPI_Isend" | "MPI_Send_init" => {
+                    entry_wait_state("MPI_Send", bytes, role, None, rendezvous_bytes)
+                }
+                "MPI_Irsend" | "MPI_Rsend_init" => {
+                    entry_wait_state("MPI_Rsend", bytes, role, None, rendezvous_bytes)
+                }
                 "MPI_Issend" | "MPI_Ssend_init" => Some("Late Receiver"),
                 "MPI_Ibsend" | "MPI_Bsend_init" => None,
                 _ if c.starts_with("MPI_I") && class_of(c) == Some(EventClass::Post) => {
                     // A non-blocking collective: the wait state of its blocking twin.
                     let blocking = format!("MPI_{}", &c[5..]);
                     match class_of(&blocking) {
-                        Some(EventClass::Send | EventClass::Recv | EventClass::Completion) | None => None,
+                        Some(EventClass::Send | EventClass::Recv | EventClass::Completion)
+                        | None => None,
                         Some(_) => entry_wait_state(&blocking, bytes, role, None, rendezvous_bytes),
                     }
                 }
@@ -355,7 +360,13 @@ fn evaluate(e: &Entry, unit_s: f64, tmax: Option<&dyn TmaxSource>) -> EntryEval 
         return none;
     }
     match tmax {
-        Some(src) => match src.tmax(&e.function, e.p, e.bytes, e.role.as_deref()) {
+        Some(src) => match src.tmax(
+            &e.function,
+            e.p,
+            e.bytes,
+            e.role.as_deref(),
+            e.completes.as_deref(),
+        ) {
             Some((t, oor)) if t.is_finite() && t >= 0.0 => {
                 let ex = e.hist.excess(unit_s, t);
                 EntryEval {
@@ -371,7 +382,10 @@ fn evaluate(e: &Entry, unit_s: f64, tmax: Option<&dyn TmaxSource>) -> EntryEval 
                 let ex = e.hist.excess(unit_s, t);
                 EntryEval {
                     tmax: Some((t, e.tmax_out_of_range)),
-                    overhead: e.overhead_s.filter(|o| o.is_finite()).unwrap_or(ex.overhead_s),
+                    overhead: e
+                        .overhead_s
+                        .filter(|o| o.is_finite())
+                        .unwrap_or(ex.overhead_s),
                     calls_over: ex.calls_over,
                 }
             }
@@ -386,7 +400,11 @@ impl Agg {
         let site_of = |id: u32| -> &Site {
             match rec.sites.get(id as usize) {
                 Some(s) if s.id == id => s,
-                _ => rec.sites.iter().find(|s| s.id == id).expect("checked by check_record"),
+                _ => rec
+                    .sites
+                    .iter()
+                    .find(|s| s.id == id)
+                    .expect("checked by check_record"),
             }
         };
         struct Local {
@@ -402,7 +420,11 @@ impl Agg {
             let site = site_of(e.site);
             let key = SiteKey {
                 loc: Loc::of(site, &e.function),
-                function: if e.function == "other" { None } else { site.function.clone() },
+                function: if e.function == "other" {
+                    None
+                } else {
+                    site.function.clone()
+                },
                 mpi: e.function.clone(),
             };
             let ev = evaluate(e, unit, tmax);
@@ -457,7 +479,10 @@ impl Agg {
                 acc.tmax_max = acc.tmax_max.max(t);
                 acc.states.entry(state).or_default().add(ev.overhead);
             }
-            let p2p_peer = e.peer.filter(|&p| p >= 0 && is_p2p(class)).map(|p| p as u32);
+            let p2p_peer = e
+                .peer
+                .filter(|&p| p >= 0 && is_p2p(class))
+                .map(|p| p as u32);
             if let Some(peer) = p2p_peer {
                 let waits = matches!(state, Some("Late Sender" | "Late Receiver"));
                 let pa = acc.peers.entry(peer).or_default();
@@ -654,7 +679,13 @@ pub fn analyze_dir(
         check.add(info)?;
     }
     let summary = check.finish().expect("a listed run directory has records");
-    Ok(finish(total, summary, &dir.display().to_string(), tmax, opts))
+    Ok(finish(
+        total,
+        summary,
+        &dir.display().to_string(),
+        tmax,
+        opts,
+    ))
 }
 
 /// Computes a report from records in memory (tests, tools). The records must
@@ -902,7 +933,10 @@ fn finish(
                     } else {
                         // Lateness of a root: the median non-root wait.
                         let others = pr.overhead_median_s.unwrap_or(0.0);
-                        (roots.into_iter().map(|(r, _)| (r, others)).collect(), Some("root"))
+                        (
+                            roots.into_iter().map(|(r, _)| (r, others)).collect(),
+                            Some("root"),
+                        )
                     }
                 }
                 Some("Early Reduce") => (late_by_arrival(&acc.per_rank, true), Some("arrival")),
@@ -916,7 +950,8 @@ fn finish(
                 Loc::File(f) => (Some(f.clone()), None),
                 _ => (None, None),
             };
-            let mut posted: Vec<(String, u64)> = acc.posted_at.iter().map(|(k, v)| (k.clone(), *v)).collect();
+            let mut posted: Vec<(String, u64)> =
+                acc.posted_at.iter().map(|(k, v)| (k.clone(), *v)).collect();
             posted.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             let report = SiteReport {
                 rank: 0,
@@ -941,8 +976,10 @@ fn finish(
                 calls_over_tmax: has_tmax.then(|| acc.calls_over.get()),
                 calls_with_tmax: acc.calls_with_tmax,
                 out_of_range_calls: acc.out_of_range_calls,
-                share_of_mpi_time: overhead.map(|o| if mpi_time > 0.0 { o / mpi_time } else { 0.0 }),
-                share_of_app_time: overhead.map(|o| if app_time > 0.0 { o / app_time } else { 0.0 }),
+                share_of_mpi_time: overhead
+                    .map(|o| if mpi_time > 0.0 { o / mpi_time } else { 0.0 }),
+                share_of_app_time: overhead
+                    .map(|o| if app_time > 0.0 { o / app_time } else { 0.0 }),
                 wait_state: wait_state.map(str::to_string),
                 late_ranks: late.iter().map(|l| l.0).collect(),
                 late_basis: basis.filter(|_| !late.is_empty()).map(str::to_string),
@@ -1057,7 +1094,11 @@ fn finish(
             .map(|b| {
                 let mut row: Vec<Option<f64>> = vec![None; cols.len()];
                 for r in &b.acc.per_rank {
-                    let v = if overhead_known { r.overhead.unwrap_or(0.0) } else { r.time };
+                    let v = if overhead_known {
+                        r.overhead.unwrap_or(0.0)
+                    } else {
+                        r.time
+                    };
                     let c = &mut row[(r.rank / per_col) as usize];
                     *c = Some(c.map_or(v, |x: f64| x.max(v)));
                 }
@@ -1065,7 +1106,12 @@ fn finish(
             })
             .collect();
         detail.heatmap = Some(Heatmap {
-            metric: if overhead_known { "overhead_s" } else { "time_s" }.into(),
+            metric: if overhead_known {
+                "overhead_s"
+            } else {
+                "time_s"
+            }
+            .into(),
             rows: (0..nd).collect(),
             cols,
             values,
@@ -1082,7 +1128,11 @@ fn finish(
         .map(|(&(w, p), a)| WaitCell {
             waiter: w,
             peer: p,
-            value_s: if metric_ovh { a.overhead.get() } else { a.time.get() },
+            value_s: if metric_ovh {
+                a.overhead.get()
+            } else {
+                a.time.get()
+            },
             calls: a.calls,
         })
         .filter(|c| c.value_s > 0.0)
@@ -1113,7 +1163,13 @@ fn finish(
     });
     let worst = sites
         .iter()
-        .filter(|s| if overhead_known { s.overhead_s.unwrap_or(0.0) > 0.0 } else { s.time_s > 0.0 })
+        .filter(|s| {
+            if overhead_known {
+                s.overhead_s.unwrap_or(0.0) > 0.0
+            } else {
+                s.time_s > 0.0
+            }
+        })
         .take(3)
         .map(|s| sentence(s, mpi_time, overhead_known))
         .collect();

@@ -17,6 +17,7 @@ mod fortran;
 mod nonblocking;
 mod pcontrol;
 mod profile_use;
+mod python;
 mod record_format;
 mod report;
 mod robustness;
