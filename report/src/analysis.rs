@@ -963,6 +963,7 @@ fn finish(
                 module: acc.site.module.clone(),
                 offset: acc.site.offset.clone(),
                 inlined_into: acc.site.inlined_into.clone(),
+                note: acc.site.note.clone(),
                 calls: acc.calls,
                 time_s: time,
                 bytes: acc.bytes.min(u64::MAX as u128) as u64,

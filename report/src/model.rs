@@ -95,6 +95,10 @@ pub struct SiteReport {
     pub offset: Option<String>,
     /// For inlined code: the callers it was inlined into, innermost first.
     pub inlined_into: Vec<String>,
+    /// What the tool says about the site, e.g. that a Python call resolved to
+    /// the nearest native frame, or that the site could not be symbolized.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     pub calls: u64,
     pub time_s: f64,
     /// Bytes moved, summed over calls and ranks.

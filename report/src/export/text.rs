@@ -114,7 +114,9 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     let shorts = short_paths(r.sites.iter().filter_map(|s| s.file.as_deref()));
     let loc = |s: &SiteReport| -> String {
         match (&s.file, s.line) {
-            (Some(f), Some(l)) => format!("{}:{l}", shorts.get(f).map_or(f.as_str(), |x| x.as_str())),
+            (Some(f), Some(l)) => {
+                format!("{}:{l}", shorts.get(f).map_or(f.as_str(), |x| x.as_str()))
+            }
             (Some(f), None) => shorts.get(f).cloned().unwrap_or_else(|| f.clone()),
             _ => s.location.clone(),
         }
@@ -126,7 +128,10 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     let present = if r.run.ranks_present == r.run.ranks {
         format!("{} ranks", r.run.ranks)
     } else {
-        format!("{} of {} ranks have a record", r.run.ranks_present, r.run.ranks)
+        format!(
+            "{} of {} ranks have a record",
+            r.run.ranks_present, r.run.ranks
+        )
     };
     let _ = writeln!(
         o,
@@ -134,7 +139,11 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
         r.run.hosts.len(),
         if r.run.hosts.len() == 1 { "" } else { "s" }
     );
-    let _ = writeln!(o, "  MPI       {}", truncate(r.run.mpi_library.lines().next().unwrap_or(""), 90));
+    let _ = writeln!(
+        o,
+        "  MPI       {}",
+        truncate(r.run.mpi_library.lines().next().unwrap_or(""), 90)
+    );
     o.push('\n');
 
     // Summary.
@@ -151,7 +160,11 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
         o,
         "  MPI time          {:>9}   {} of application time",
         secs(s.mpi_time_s),
-        pct(if s.app_time_s > 0.0 { s.mpi_time_s / s.app_time_s } else { 0.0 })
+        pct(if s.app_time_s > 0.0 {
+            s.mpi_time_s / s.app_time_s
+        } else {
+            0.0
+        })
     );
     match s.overhead_s {
         Some(ov) => {
@@ -166,14 +179,22 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
             );
         }
         None => {
-            let _ = writeln!(o, "  Overhead          {:>9}   unknown: no profile (see METHODS)", "-");
+            let _ = writeln!(
+                o,
+                "  Overhead          {:>9}   unknown: no profile (see METHODS)",
+                "-"
+            );
         }
     }
     if !s.worst.is_empty() {
         let _ = writeln!(
             o,
             "  {}",
-            if overhead_known { "Worst lines:" } else { "Most time:" }
+            if overhead_known {
+                "Worst lines:"
+            } else {
+                "Most time:"
+            }
         );
         for (i, w) in s.worst.iter().enumerate() {
             let _ = writeln!(o, "    {}. {w}", i + 1);
@@ -231,15 +252,35 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
                 "not significant" => ("no".to_string(), None),
                 other => (other.to_string(), Some("2")),
             };
-            let late: Vec<String> = site.late_ranks.iter().take(4).map(|x| x.to_string()).collect();
-            let more = if site.late_ranks.len() > 4 { ",..." } else { "" };
+            let late: Vec<String> = site
+                .late_ranks
+                .iter()
+                .take(4)
+                .map(|x| x.to_string())
+                .collect();
+            let more = if site.late_ranks.len() > 4 {
+                ",..."
+            } else {
+                ""
+            };
             row.extend([
-                (opt_secs(site.overhead_s), site.significant.then_some("1;31")),
-                plain(site.share_of_mpi_time.map(pct).unwrap_or_else(|| "-".into())),
+                (
+                    opt_secs(site.overhead_s),
+                    site.significant.then_some("1;31"),
+                ),
+                plain(
+                    site.share_of_mpi_time
+                        .map(pct)
+                        .unwrap_or_else(|| "-".into()),
+                ),
                 plain(site.exceed_fraction.map(pct).unwrap_or_else(|| "-".into())),
                 sig,
                 plain(site.wait_state.clone().unwrap_or_else(|| "-".into())),
-                plain(if late.is_empty() { "-".into() } else { format!("{}{more}", late.join(",")) }),
+                plain(if late.is_empty() {
+                    "-".into()
+                } else {
+                    format!("{}{more}", late.join(","))
+                }),
             ]);
         } else {
             row.push(plain(pct(site.time_share_of_mpi)));
@@ -247,6 +288,13 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
         t.rows.push(row);
     }
     t.render(&mut o, &st, "  ");
+    // Notes on sites whose location is not a plain source line (Python code
+    // seen at its nearest native frame, unresolved addresses).
+    for site in r.sites.iter().take(top) {
+        if let Some(note) = &site.note {
+            let _ = writeln!(o, "  note on #{}: {note}", site.rank);
+        }
+    }
     o.push('\n');
 
     // Per-rank spread of the top sites.
@@ -297,7 +345,11 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
                 plain(opt_secs(p.overhead_min_s)),
                 plain(opt_secs(p.overhead_median_s)),
                 plain(opt_secs(p.overhead_max_s)),
-                plain(if p.overhead_max_s.is_some() { p.worst_rank.to_string() } else { "-".into() }),
+                plain(if p.overhead_max_s.is_some() {
+                    p.worst_rank.to_string()
+                } else {
+                    "-".into()
+                }),
             ]);
         }
         t.rows.push(row);
@@ -327,7 +379,11 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
             format!(
                 "the {} with the most {} of {}",
                 shown.len(),
-                if overhead_known { "overhead" } else { "MPI time" },
+                if overhead_known {
+                    "overhead"
+                } else {
+                    "MPI time"
+                },
                 r.ranks.len()
             )
         }
@@ -350,9 +406,16 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
             plain(truncate(&k.host, 24)),
             plain(secs(k.app_time_s)),
             plain(secs(k.mpi_time_s)),
-            plain(pct(if k.app_time_s > 0.0 { k.mpi_time_s / k.app_time_s } else { 0.0 })),
+            plain(pct(if k.app_time_s > 0.0 {
+                k.mpi_time_s / k.app_time_s
+            } else {
+                0.0
+            })),
             plain(opt_secs(k.overhead_s)),
-            (k.finished.clone(), (k.finished != "finalize").then_some("33")),
+            (
+                k.finished.clone(),
+                (k.finished != "finalize").then_some("33"),
+            ),
         ]);
     }
     t.render(&mut o, &st, "  ");
@@ -400,7 +463,11 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
                 plain(c.waiter.to_string()),
                 plain(c.peer.to_string()),
                 plain(secs(c.value_s)),
-                plain(pct(if wm.total_s > 0.0 { c.value_s / wm.total_s } else { 0.0 })),
+                plain(pct(if wm.total_s > 0.0 {
+                    c.value_s / wm.total_s
+                } else {
+                    0.0
+                })),
                 plain(count(c.calls)),
             ]);
         }
@@ -442,7 +509,9 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     let _ = writeln!(
         o,
         "  Significance q_max {}, alpha {}{}: {}",
-        m.q_max.map(|q| q.to_string()).unwrap_or_else(|| "unknown".into()),
+        m.q_max
+            .map(|q| q.to_string())
+            .unwrap_or_else(|| "unknown".into()),
         m.alpha,
         m.min_calls
             .map(|c| format!(", at least {c} calls needed"))

@@ -94,4 +94,16 @@ fn mpi4py_program_runs_unchanged_and_its_calls_are_seen() {
             "the site says it stands for Python code: {s:?}"
         );
     }
+    // The report says so too, not only the record.
+    let rep = Command::new(mpiover_bin())
+        .arg("report")
+        .arg(&run)
+        .output()
+        .expect("running mpiover report");
+    let text = String::from_utf8_lossy(&rep.stdout);
+    assert!(rep.status.success(), "{text}");
+    assert!(
+        text.contains("python: nearest native frame"),
+        "the report notes that the site stands for Python code:\n{text}"
+    );
 }
