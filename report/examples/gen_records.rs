@@ -21,12 +21,21 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
-    let (mut dir, mut ranks, mut sites, mut seed, mut fixture) = (None, 4096u32, 200u32, 1u64, None);
+    let (mut dir, mut ranks, mut sites, mut seed, mut fixture) =
+        (None, 4096u32, 200u32, 1u64, None);
     while let Some(a) = args.next() {
         let mut val = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         match a.as_str() {
-            "--ranks" => ranks = val("--ranks")?.parse().map_err(|e| format!("--ranks: {e}"))?,
-            "--sites" => sites = val("--sites")?.parse().map_err(|e| format!("--sites: {e}"))?,
+            "--ranks" => {
+                ranks = val("--ranks")?
+                    .parse()
+                    .map_err(|e| format!("--ranks: {e}"))?
+            }
+            "--sites" => {
+                sites = val("--sites")?
+                    .parse()
+                    .map_err(|e| format!("--sites: {e}"))?
+            }
             "--seed" => seed = val("--seed")?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--fixture" => fixture = Some(val("--fixture")?),
             _ if dir.is_none() => dir = Some(PathBuf::from(a)),

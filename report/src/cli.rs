@@ -122,7 +122,9 @@ impl AnalysisArgs {
 /// Writes to the file, or to stdout (a closed pipe is not an error).
 fn write_out(output: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
     match output {
-        Some(p) => std::fs::write(p, bytes).with_context(|| format!("cannot write {}", p.display())),
+        Some(p) => {
+            std::fs::write(p, bytes).with_context(|| format!("cannot write {}", p.display()))
+        }
         None => {
             let mut out = std::io::stdout().lock();
             match out.write_all(bytes).and_then(|_| out.flush()) {
@@ -143,7 +145,11 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<()> {
     let tmax = a.analysis.tmax()?;
     let html = format == Format::Html;
     let detail = if html { a.top.unwrap_or(20).max(1) } else { 0 };
-    let report = analyze_dir(&a.run_dir, tmax.as_deref(), &a.analysis.options(detail, html))?;
+    let report = analyze_dir(
+        &a.run_dir,
+        tmax.as_deref(),
+        &a.analysis.options(detail, html),
+    )?;
     let to_tty = a.output.is_none() && std::io::stdout().is_terminal();
     let color = match a.color {
         Color::Always => true,

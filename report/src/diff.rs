@@ -94,7 +94,13 @@ fn status(a: f64, b: f64) -> &'static str {
 pub fn diff(a: &Report, b: &Report) -> DiffReport {
     let by_ovh = a.summary.overhead_s.is_some() && b.summary.overhead_s.is_some();
     type Key = (String, Option<String>, String);
-    let key = |s: &SiteReport| -> Key { (s.location.clone(), s.function.clone(), s.mpi_function.clone()) };
+    let key = |s: &SiteReport| -> Key {
+        (
+            s.location.clone(),
+            s.function.clone(),
+            s.mpi_function.clone(),
+        )
+    };
     let mut m: BTreeMap<Key, (Option<&SiteReport>, Option<&SiteReport>)> = BTreeMap::new();
     for s in &a.sites {
         m.entry(key(s)).or_default().0 = Some(s);
@@ -103,7 +109,13 @@ pub fn diff(a: &Report, b: &Report) -> DiffReport {
         m.entry(key(s)).or_default().1 = Some(s);
     }
     let metric = |s: Option<&SiteReport>| -> f64 {
-        s.map_or(0.0, |s| if by_ovh { s.overhead_s.unwrap_or(0.0) } else { s.time_s })
+        s.map_or(0.0, |s| {
+            if by_ovh {
+                s.overhead_s.unwrap_or(0.0)
+            } else {
+                s.time_s
+            }
+        })
     };
     let mut sites: Vec<DiffSite> = m
         .into_iter()
@@ -130,7 +142,13 @@ pub fn diff(a: &Report, b: &Report) -> DiffReport {
             }
         })
         .collect();
-    let d = |s: &DiffSite| if by_ovh { s.delta_overhead_s.unwrap_or(0.0) } else { s.delta_time_s };
+    let d = |s: &DiffSite| {
+        if by_ovh {
+            s.delta_overhead_s.unwrap_or(0.0)
+        } else {
+            s.delta_time_s
+        }
+    };
     sites.sort_by(|x, y| {
         d(y).abs()
             .total_cmp(&d(x).abs())
@@ -161,12 +179,28 @@ pub fn text(d: &DiffReport, top: usize) -> Vec<u8> {
     let _ = writeln!(o, "mpiover diff: A = {}  B = {}", d.a.dir, d.b.dir);
     let line = |o: &mut String, name: &str, a: Option<f64>, b: Option<f64>| {
         let _ = match (a, b) {
-            (Some(a), Some(b)) => writeln!(o, "  {name:<17} {:>9} -> {:>9}  ({})", secs(a), secs(b), signed(b - a)),
+            (Some(a), Some(b)) => writeln!(
+                o,
+                "  {name:<17} {:>9} -> {:>9}  ({})",
+                secs(a),
+                secs(b),
+                signed(b - a)
+            ),
             _ => writeln!(o, "  {name:<17} unknown (a run has no profile)"),
         };
     };
-    line(&mut o, "Application time", Some(d.a.app_time_s), Some(d.b.app_time_s));
-    line(&mut o, "MPI time", Some(d.a.mpi_time_s), Some(d.b.mpi_time_s));
+    line(
+        &mut o,
+        "Application time",
+        Some(d.a.app_time_s),
+        Some(d.b.app_time_s),
+    );
+    line(
+        &mut o,
+        "MPI time",
+        Some(d.a.mpi_time_s),
+        Some(d.b.mpi_time_s),
+    );
     line(&mut o, "Overhead", d.a.overhead_s, d.b.overhead_s);
     if d.a.ranks != d.b.ranks {
         let _ = writeln!(o, "  note: A has {} ranks, B has {}", d.a.ranks, d.b.ranks);
@@ -176,7 +210,12 @@ pub fn text(d: &DiffReport, top: usize) -> Vec<u8> {
         *n.entry(s.status.as_str()).or_default() += 1;
     }
     let counts: Vec<String> = n.iter().map(|(k, v)| format!("{v} {k}")).collect();
-    let _ = writeln!(o, "\nSITES  (by change in {}; {})", d.compared_by, counts.join(", "));
+    let _ = writeln!(
+        o,
+        "\nSITES  (by change in {}; {})",
+        d.compared_by,
+        counts.join(", ")
+    );
     let by_ovh = d.compared_by == "overhead";
     let mut rows: Vec<Vec<String>> = vec![vec![
         "Status".into(),
@@ -207,8 +246,12 @@ pub fn text(d: &DiffReport, top: usize) -> Vec<u8> {
         ];
         if by_ovh {
             r.extend([
-                f(&s.a, &|x| x.overhead_s.map(secs).unwrap_or_else(|| "-".into())),
-                f(&s.b, &|x| x.overhead_s.map(secs).unwrap_or_else(|| "-".into())),
+                f(&s.a, &|x| {
+                    x.overhead_s.map(secs).unwrap_or_else(|| "-".into())
+                }),
+                f(&s.b, &|x| {
+                    x.overhead_s.map(secs).unwrap_or_else(|| "-".into())
+                }),
                 s.delta_overhead_s.map(signed).unwrap_or_else(|| "-".into()),
             ]);
         }
@@ -269,8 +312,16 @@ pub fn csv(d: &DiffReport) -> Vec<u8> {
             opt(s.a.as_ref().map(|x| x.time_s.to_string())),
             opt(s.b.as_ref().map(|x| x.time_s.to_string())),
             s.delta_time_s,
-            opt(s.a.as_ref().and_then(|x| x.overhead_s).map(|v| v.to_string())),
-            opt(s.b.as_ref().and_then(|x| x.overhead_s).map(|v| v.to_string())),
+            opt(s
+                .a
+                .as_ref()
+                .and_then(|x| x.overhead_s)
+                .map(|v| v.to_string())),
+            opt(s
+                .b
+                .as_ref()
+                .and_then(|x| x.overhead_s)
+                .map(|v| v.to_string())),
             opt(s.delta_overhead_s.map(|v| v.to_string())),
         );
     }

@@ -7,7 +7,11 @@ mod profile_cmd;
 mod record_cmd;
 
 #[derive(Debug, Parser)]
-#[command(name = "mpiover", version, about = "Which source lines waste time in MPI communication")]
+#[command(
+    name = "mpiover",
+    version,
+    about = "Which source lines waste time in MPI communication"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

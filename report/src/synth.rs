@@ -122,7 +122,9 @@ pub fn empty_record(run_id: &str, rank: u32, ranks: u32, host: &str) -> Record {
         ranks,
         host: host.into(),
         pid: 1000 + rank,
-        mpi_library: "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022".into(),
+        mpi_library:
+            "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022"
+                .into(),
         thread_level: "single".into(),
         command: vec!["./halo".into(), "-n".into(), "100".into()],
         start_unix_s: 1_767_225_600.0,
@@ -185,8 +187,21 @@ pub struct EntrySpec<'a> {
 }
 
 /// Draws an entry's times and appends it to `rec`.
-pub fn push_entry(rec: &mut Record, rng: &mut Rng, spec: EntrySpec, online: bool, max_samples: u64) {
-    let d = draw(rng, spec.times, spec.count, rec.timer.unit_s, Some(spec.tmax_s), max_samples);
+pub fn push_entry(
+    rec: &mut Record,
+    rng: &mut Rng,
+    spec: EntrySpec,
+    online: bool,
+    max_samples: u64,
+) {
+    let d = draw(
+        rng,
+        spec.times,
+        spec.count,
+        rec.timer.unit_s,
+        Some(spec.tmax_s),
+        max_samples,
+    );
     rec.mpi_time_s += d.sum_s;
     rec.tool.calls += d.count;
     rec.entries.push(Entry {
@@ -278,24 +293,141 @@ pub fn fixture_run(online: bool) -> Vec<Record> {
             ];
             let left = ((r + ranks - 1) % ranks) as i32;
             let right = ((r + 1) % ranks) as i32;
-            let small = Times { base_s: 5e-6, noise_s: 1e-6, delay_s: 0.0 };
-            let recv = Times { delay_s: if left == 1 { 2e-3 } else { 0.0 }, ..small };
-            let big = Times { base_s: 250e-6, noise_s: 20e-6, delay_s: 0.0 };
-            let wait = Times { delay_s: if right == 3 { 1e-3 } else { 0.0 }, ..big };
-            let coll = Times { base_s: 10e-6, noise_s: 2e-6, delay_s: 0.0 };
-            let allred = Times { delay_s: if r == 0 { 0.0 } else { 300e-6 }, ..coll };
-            let bcast = Times { base_s: 20e-6, noise_s: 4e-6, delay_s: 0.0 };
-            let send = Times { base_s: 3e-6, noise_s: 0.5e-6, delay_s: 0.0 };
-            let post = Times { base_s: 1e-6, noise_s: 0.2e-6, delay_s: 0.0 };
+            let small = Times {
+                base_s: 5e-6,
+                noise_s: 1e-6,
+                delay_s: 0.0,
+            };
+            let recv = Times {
+                delay_s: if left == 1 { 2e-3 } else { 0.0 },
+                ..small
+            };
+            let big = Times {
+                base_s: 250e-6,
+                noise_s: 20e-6,
+                delay_s: 0.0,
+            };
+            let wait = Times {
+                delay_s: if right == 3 { 1e-3 } else { 0.0 },
+                ..big
+            };
+            let coll = Times {
+                base_s: 10e-6,
+                noise_s: 2e-6,
+                delay_s: 0.0,
+            };
+            let allred = Times {
+                delay_s: if r == 0 { 0.0 } else { 300e-6 },
+                ..coll
+            };
+            let bcast = Times {
+                base_s: 20e-6,
+                noise_s: 4e-6,
+                delay_s: 0.0,
+            };
+            let send = Times {
+                base_s: 3e-6,
+                noise_s: 0.5e-6,
+                delay_s: 0.0,
+            };
+            let post = Times {
+                base_s: 1e-6,
+                noise_s: 0.2e-6,
+                delay_s: 0.0,
+            };
             let n = 100_000;
             let specs = [
-                EntrySpec { site: 0, function: "MPI_Recv", p: 4, bytes: 8, peer: Some(left), role: None, completes: None, post_site: None, count: 200, times: recv, tmax_s: fixture_tmax(small) },
-                EntrySpec { site: 5, function: "MPI_Isend", p: 4, bytes: 1 << 20, peer: Some(right), role: None, completes: None, post_site: None, count: 100, times: post, tmax_s: fixture_tmax(post) },
-                EntrySpec { site: 1, function: "MPI_Wait", p: 4, bytes: 1 << 20, peer: Some(right), role: None, completes: Some("MPI_Isend"), post_site: Some(5), count: 100, times: wait, tmax_s: fixture_tmax(big) },
-                EntrySpec { site: 2, function: "MPI_Allreduce", p: 4, bytes: 8, peer: None, role: None, completes: None, post_site: None, count: 500, times: allred, tmax_s: fixture_tmax(coll) },
-                EntrySpec { site: 3, function: "MPI_Bcast", p: 4, bytes: 4096, peer: None, role: Some(if r == 0 { "root" } else { "nonroot" }), completes: None, post_site: None, count: 50, times: bcast, tmax_s: fixture_tmax(bcast) },
-                EntrySpec { site: 4, function: "MPI_Send", p: 4, bytes: 16, peer: Some(right), role: None, completes: None, post_site: None, count: 300, times: send, tmax_s: fixture_tmax(send) },
-                EntrySpec { site: 6, function: "other", p: 4, bytes: 0, peer: None, role: None, completes: None, post_site: None, count: 10, times: send, tmax_s: 0.0 },
+                EntrySpec {
+                    site: 0,
+                    function: "MPI_Recv",
+                    p: 4,
+                    bytes: 8,
+                    peer: Some(left),
+                    role: None,
+                    completes: None,
+                    post_site: None,
+                    count: 200,
+                    times: recv,
+                    tmax_s: fixture_tmax(small),
+                },
+                EntrySpec {
+                    site: 5,
+                    function: "MPI_Isend",
+                    p: 4,
+                    bytes: 1 << 20,
+                    peer: Some(right),
+                    role: None,
+                    completes: None,
+                    post_site: None,
+                    count: 100,
+                    times: post,
+                    tmax_s: fixture_tmax(post),
+                },
+                EntrySpec {
+                    site: 1,
+                    function: "MPI_Wait",
+                    p: 4,
+                    bytes: 1 << 20,
+                    peer: Some(right),
+                    role: None,
+                    completes: Some("MPI_Isend"),
+                    post_site: Some(5),
+                    count: 100,
+                    times: wait,
+                    tmax_s: fixture_tmax(big),
+                },
+                EntrySpec {
+                    site: 2,
+                    function: "MPI_Allreduce",
+                    p: 4,
+                    bytes: 8,
+                    peer: None,
+                    role: None,
+                    completes: None,
+                    post_site: None,
+                    count: 500,
+                    times: allred,
+                    tmax_s: fixture_tmax(coll),
+                },
+                EntrySpec {
+                    site: 3,
+                    function: "MPI_Bcast",
+                    p: 4,
+                    bytes: 4096,
+                    peer: None,
+                    role: Some(if r == 0 { "root" } else { "nonroot" }),
+                    completes: None,
+                    post_site: None,
+                    count: 50,
+                    times: bcast,
+                    tmax_s: fixture_tmax(bcast),
+                },
+                EntrySpec {
+                    site: 4,
+                    function: "MPI_Send",
+                    p: 4,
+                    bytes: 16,
+                    peer: Some(right),
+                    role: None,
+                    completes: None,
+                    post_site: None,
+                    count: 300,
+                    times: send,
+                    tmax_s: fixture_tmax(send),
+                },
+                EntrySpec {
+                    site: 6,
+                    function: "other",
+                    p: 4,
+                    bytes: 0,
+                    peer: None,
+                    role: None,
+                    completes: None,
+                    post_site: None,
+                    count: 10,
+                    times: send,
+                    tmax_s: 0.0,
+                },
             ];
             for s in specs {
                 let is_other = s.function == "other";
@@ -309,9 +441,14 @@ pub fn fixture_run(online: bool) -> Vec<Record> {
             rec.folded = Folded { keys: 2, calls: 10 };
             rec.mpi_time_s += 0.01; // MPI_Init and friends
             rec.tool.calls += 20;
-            rec.functions = vec![FunctionTotal { function: "MPI_Init".into(), calls: 1, time_s: 0.01 }];
+            rec.functions = vec![FunctionTotal {
+                function: "MPI_Init".into(),
+                calls: 1,
+                time_s: 0.01,
+            }];
             if r == 3 {
-                rec.warnings.push("MPIOVER_DEPTH=1 but a frame was missing; used the direct caller".into());
+                rec.warnings
+                    .push("MPIOVER_DEPTH=1 but a frame was missing; used the direct caller".into());
             }
             rec
         })
@@ -323,7 +460,12 @@ pub fn fixture_run(online: bool) -> Vec<Record> {
 /// online against a profile.
 pub fn scale_record(rank: u32, ranks: u32, nsites: u32, seed: u64) -> Record {
     let mut rng = Rng::new(seed ^ ((rank as u64) << 20));
-    let mut rec = empty_record(&format!("scale-{seed}"), rank, ranks, &format!("node{:04}", rank / 32));
+    let mut rec = empty_record(
+        &format!("scale-{seed}"),
+        rank,
+        ranks,
+        &format!("node{:04}", rank / 32),
+    );
     rec.app_time_s = 100.0;
     rec.profile = Some(ProfileUse {
         path: "/profiles/scale.json".into(),
@@ -337,19 +479,42 @@ pub fn scale_record(rank: u32, ranks: u32, nsites: u32, seed: u64) -> Record {
     for s in 0..nsites {
         let file = format!("/home/user/app/src/module{:02}.c", s / 20);
         let sid = s;
-        rec.sites.push(site(sid, &file, 100 + 7 * s, &format!("kernel_{}", s / 4)));
+        rec.sites
+            .push(site(sid, &file, 100 + 7 * s, &format!("kernel_{}", s / 4)));
         let kind = s % 10;
         let count = 200 + (rng.next_u64() % 1800);
         let bytes = 8u64 << (rng.next_u64() % 14);
         let base = 2e-6 + bytes as f64 * 1e-10;
-        let times = Times { base_s: base, noise_s: base * 0.3, delay_s: 0.0 };
+        let times = Times {
+            base_s: base,
+            noise_s: base * 0.3,
+            delay_s: 0.0,
+        };
         let tmax = fixture_tmax(times);
         let (function, peer, role, completes, delay) = match kind {
-            0..=2 => ("MPI_Recv", Some(left), None, None, if left as u32 == late_rank { 50e-6 } else { 0.0 }),
+            0..=2 => (
+                "MPI_Recv",
+                Some(left),
+                None,
+                None,
+                if left as u32 == late_rank { 50e-6 } else { 0.0 },
+            ),
             3 => ("MPI_Send", Some(right), None, None, 0.0),
             4 | 5 => ("MPI_Wait", Some(left), None, Some("MPI_Irecv"), 0.0),
-            6 | 7 => ("MPI_Allreduce", None, None, None, if rank == late_rank { 0.0 } else { 20e-6 }),
-            8 => ("MPI_Bcast", None, Some(if rank == 0 { "root" } else { "nonroot" }), None, 0.0),
+            6 | 7 => (
+                "MPI_Allreduce",
+                None,
+                None,
+                None,
+                if rank == late_rank { 0.0 } else { 20e-6 },
+            ),
+            8 => (
+                "MPI_Bcast",
+                None,
+                Some(if rank == 0 { "root" } else { "nonroot" }),
+                None,
+                0.0,
+            ),
             _ => ("MPI_Barrier", None, None, None, 0.0),
         };
         push_entry(
@@ -365,7 +530,10 @@ pub fn scale_record(rank: u32, ranks: u32, nsites: u32, seed: u64) -> Record {
                 completes,
                 post_site: None,
                 count,
-                times: Times { delay_s: delay, ..times },
+                times: Times {
+                    delay_s: delay,
+                    ..times
+                },
                 tmax_s: tmax,
             },
             true,
@@ -383,13 +551,25 @@ mod tests {
     #[test]
     fn drawn_histograms_are_valid_and_scaled() {
         let mut rng = Rng::new(1);
-        let t = Times { base_s: 5e-6, noise_s: 1e-6, delay_s: 0.0 };
+        let t = Times {
+            base_s: 5e-6,
+            noise_s: 1e-6,
+            delay_s: 0.0,
+        };
         let d = draw(&mut rng, t, 10_000, 1e-9, Some(6e-6), 300);
         assert!(d.hist.is_valid());
         assert_eq!(d.count, 10_000);
-        assert!((d.sum_s / d.count as f64 - 6e-6).abs() < 0.3e-6, "{}", d.sum_s);
+        assert!(
+            (d.sum_s / d.count as f64 - 6e-6).abs() < 0.3e-6,
+            "{}",
+            d.sum_s
+        );
         let ex = d.hist.excess(1e-9, fixture_tmax(t));
-        assert!((ex.calls_over / 10_000.0 - 0.1).abs() < 0.05, "{}", ex.calls_over);
+        assert!(
+            (ex.calls_over / 10_000.0 - 0.1).abs() < 0.05,
+            "{}",
+            ex.calls_over
+        );
     }
 
     #[test]

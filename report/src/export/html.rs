@@ -26,7 +26,11 @@ fn esc(s: &str) -> String {
 
 /// White to dark red for t in [0, 1].
 fn heat(t: f64) -> String {
-    let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 };
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     let (a, b) = ((255.0, 245.0, 240.0), (165.0, 15.0, 21.0));
     let m = |x: f64, y: f64| (x + (y - x) * t).round() as u8;
     format!("#{:02x}{:02x}{:02x}", m(a.0, b.0), m(a.1, b.1), m(a.2, b.2))
@@ -97,7 +101,10 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     fn loc(&self, s: &SiteReport) -> String {
         match (&s.file, s.line) {
-            (Some(f), Some(l)) => format!("{}:{l}", self.shorts.get(f).map_or(f.as_str(), |x| x.as_str())),
+            (Some(f), Some(l)) => format!(
+                "{}:{l}",
+                self.shorts.get(f).map_or(f.as_str(), |x| x.as_str())
+            ),
             (Some(f), None) => self.shorts.get(f).cloned().unwrap_or_else(|| f.clone()),
             _ => s.location.clone(),
         }
@@ -181,7 +188,10 @@ fn summary(o: &mut String, c: &Ctx) {
         o,
         "",
         secs(s.app_time_s),
-        format!("application time (sum over ranks; longest {})", secs(s.app_wall_s)),
+        format!(
+            "application time (sum over ranks; longest {})",
+            secs(s.app_wall_s)
+        ),
     );
     card(
         o,
@@ -189,7 +199,11 @@ fn summary(o: &mut String, c: &Ctx) {
         secs(s.mpi_time_s),
         format!(
             "MPI time ({} of application)",
-            pct(if s.app_time_s > 0.0 { s.mpi_time_s / s.app_time_s } else { 0.0 })
+            pct(if s.app_time_s > 0.0 {
+                s.mpi_time_s / s.app_time_s
+            } else {
+                0.0
+            })
         ),
     );
     match s.overhead_s {
@@ -231,16 +245,20 @@ fn summary(o: &mut String, c: &Ctx) {
 
 fn bar_chart(o: &mut String, c: &Ctx, n: usize) {
     let sites: Vec<&SiteReport> = c.r.sites.iter().take(n).collect();
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<h2 id=\"bars\">Top sites by {}</h2>\n",
+        "<h2 id=\"bars\">Top sites by {}</h2>",
         if c.ovh { "overhead" } else { "time" }
     );
     if sites.is_empty() {
         o.push_str("<p>No sites.</p>");
         return;
     }
-    let max = sites.iter().map(|s| c.value(s)).fold(0.0, f64::max).max(1e-300);
+    let max = sites
+        .iter()
+        .map(|s| c.value(s))
+        .fold(0.0, f64::max)
+        .max(1e-300);
     let (label_w, bar_w, row_h) = (330.0, 560.0, 24.0);
     let h = row_h * sites.len() as f64 + 10.0;
     let _ = write!(
@@ -268,7 +286,10 @@ fn bar_chart(o: &mut String, c: &Ctx, n: usize) {
             count(s.calls),
             secs(s.time_s),
             s.overhead_s.map(secs).unwrap_or_else(|| "unknown".into()),
-            s.wait_state.as_ref().map(|w| format!(", {w}")).unwrap_or_default()
+            s.wait_state
+                .as_ref()
+                .map(|w| format!(", {w}"))
+                .unwrap_or_default()
         );
         let _ = write!(
             o,
@@ -355,7 +376,11 @@ fn sites_table(o: &mut String, c: &Ctx, n: usize) {
 
 fn heatmap(o: &mut String, c: &Ctx) {
     let Some(h) = &c.r.detail.heatmap else { return };
-    let metric = if h.metric == "overhead_s" { "overhead" } else { "time" };
+    let metric = if h.metric == "overhead_s" {
+        "overhead"
+    } else {
+        "time"
+    };
     let _ = write!(
         o,
         "<h2 id=\"heatmap\">Per-rank {metric} of the top sites</h2>\n<p class=\"meta\">Rows: sites; columns: {}. Darker: more {metric}{}.</p>",
@@ -398,7 +423,11 @@ fn heatmap(o: &mut String, c: &Ctx) {
                 None => ("#f6f8fa".to_string(), "not at this site".into()),
             };
             let (a, b) = h.cols[ci];
-            let ranks = if a == b { format!("rank {a}") } else { format!("ranks {a}-{b}") };
+            let ranks = if a == b {
+                format!("rank {a}")
+            } else {
+                format!("ranks {a}-{b}")
+            };
             let _ = write!(
                 o,
                 "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{}\" fill=\"{fill}\"><title>{}</title></rect>",
@@ -419,9 +448,9 @@ fn heatmap(o: &mut String, c: &Ctx) {
             h.cols[ci].0
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<text x=\"{:.1}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">rank</text></svg></div>\n",
+        "<text x=\"{:.1}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">rank</text></svg></div>",
         lw + cw * n as f64 / 2.0,
         y + 16.0
     );
@@ -429,7 +458,7 @@ fn heatmap(o: &mut String, c: &Ctx) {
 
 fn wait_matrix(o: &mut String, c: &Ctx) {
     let wm = &c.r.wait_matrix;
-    let _ = write!(o, "<h2 id=\"wait-matrix\">Who waited on whom</h2>\n");
+    let _ = writeln!(o, "<h2 id=\"wait-matrix\">Who waited on whom</h2>");
     if wm.cells.is_empty() {
         o.push_str("<p>No point-to-point waits.</p>\n");
         return;
@@ -510,9 +539,9 @@ fn wait_matrix(o: &mut String, c: &Ctx) {
             );
         }
     }
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<text x=\"{off}\" y=\"12\" font-size=\"11\">peer waited on &#8594;</text></svg></div>\n"
+        "<text x=\"{off}\" y=\"12\" font-size=\"11\">peer waited on &#8594;</text></svg></div>"
     );
     o.push_str("<table><thead><tr><th class=\"n\">Rank</th><th class=\"n\">waited on</th><th class=\"n\">for</th><th class=\"n\">calls</th></tr></thead><tbody>");
     for cell in wm.cells.iter().take(10) {
@@ -667,7 +696,11 @@ fn site_details(o: &mut String, c: &Ctx, n: usize) {
             }
         }
         if !s.inlined_into.is_empty() {
-            let _ = write!(o, "<p class=\"meta\">Inlined into: {}</p>", esc(&s.inlined_into.join(" ← ")));
+            let _ = write!(
+                o,
+                "<p class=\"meta\">Inlined into: {}</p>",
+                esc(&s.inlined_into.join(" ← "))
+            );
         }
         if !s.posted_at.is_empty() {
             let _ = write!(
@@ -737,7 +770,11 @@ fn methods(o: &mut String, c: &Ctx) {
             Some(p) => format!(
                 "{} ({}; {})",
                 p.path,
-                if p.source == "record" { "tmax recorded online" } else { "re-analysed from the histograms" },
+                if p.source == "record" {
+                    "tmax recorded online"
+                } else {
+                    "re-analysed from the histograms"
+                },
                 match p.matched {
                     Some(true) => "environment matches the run",
                     Some(false) => "environment does NOT match the run",
@@ -747,14 +784,21 @@ fn methods(o: &mut String, c: &Ctx) {
             None => "none".into(),
         },
     );
-    item("Overhead", "sum over calls of max(0, t - tmax), from the recorded histograms (1 % buckets)".into());
+    item(
+        "Overhead",
+        "sum over calls of max(0, t - tmax), from the recorded histograms (1 % buckets)".into(),
+    );
     item(
         "Significance",
         format!(
             "q_max {}, alpha {}{}: {}",
-            m.q_max.map(|q| q.to_string()).unwrap_or_else(|| "unknown".into()),
+            m.q_max
+                .map(|q| q.to_string())
+                .unwrap_or_else(|| "unknown".into()),
             m.alpha,
-            m.min_calls.map(|c| format!(", at least {c} calls needed")).unwrap_or_default(),
+            m.min_calls
+                .map(|c| format!(", at least {c} calls needed"))
+                .unwrap_or_default(),
             m.test
         ),
     );
@@ -781,7 +825,12 @@ fn methods(o: &mut String, c: &Ctx) {
     );
     item(
         "Timer",
-        format!("{}, resolution {}, read cost {}", m.timer.name, secs(m.timer.resolution_s), secs(m.timer.cost_s)),
+        format!(
+            "{}, resolution {}, read cost {}",
+            m.timer.name,
+            secs(m.timer.resolution_s),
+            secs(m.timer.cost_s)
+        ),
     );
     item(
         "Tool cost",
@@ -795,7 +844,11 @@ fn methods(o: &mut String, c: &Ctx) {
     );
     item(
         "Folded keys",
-        format!("{} keys, {} calls", count(m.folded_keys), count(m.folded_calls)),
+        format!(
+            "{} keys, {} calls",
+            count(m.folded_keys),
+            count(m.folded_calls)
+        ),
     );
     item("Call-site depth", m.depth.to_string());
     if let Some(h) = &m.hint {
@@ -808,7 +861,10 @@ fn methods(o: &mut String, c: &Ctx) {
 mod tests {
     #[test]
     fn escapes_and_colours() {
-        assert_eq!(super::esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(
+            super::esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
         assert_eq!(super::heat(0.0), "#fff5f0");
         assert_eq!(super::heat(1.0), "#a50f15");
     }

@@ -51,7 +51,9 @@ pub fn export(report: &Report, format: Format, opts: &ExportOptions) -> Vec<u8> 
 /// For each file path, the shortest trailing part (whole path components)
 /// that no other path in the set shares: `halo.c`, or `a/util.c` next to
 /// `b/util.c`.
-pub fn short_paths<'a>(paths: impl IntoIterator<Item = &'a str>) -> std::collections::HashMap<String, String> {
+pub fn short_paths<'a>(
+    paths: impl IntoIterator<Item = &'a str>,
+) -> std::collections::HashMap<String, String> {
     let mut all: Vec<&str> = paths.into_iter().collect();
     all.sort_unstable();
     all.dedup();
