@@ -10,8 +10,9 @@ DIR=${DIR:-$(mktemp -d)}
 T=${CARGO_TARGET_DIR:-target}
 cargo build -q --release -p mpiover-report --examples --bins
 rm -rf "$DIR"; "$T/release/examples/gen_records" "$DIR" --ranks "$RANKS" --sites "$SITES"
-echo "records: $(ls "$DIR" | wc -l) files, $(du -sh "$DIR" | cut -f1)"
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; records: $(ls "$DIR" | wc -l) files, $(du -sh "$DIR" | cut -f1)"
 for i in 1 2 3; do
   /usr/bin/time -f "run $i: wall %e s, max RSS %M KiB" "$T/release/mpiover" report "$DIR" --format json >/dev/null
 done
-rm -rf "$DIR"
+/usr/bin/time -f "html: wall %e s, max RSS %M KiB" "$T/release/mpiover" report "$DIR" -o "$DIR.html"
+rm -rf "$DIR" "$DIR.html"

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use mpiover_common::functions::{class_of, wait_state, EventClass};
+use mpiover_common::histogram::bucket_bounds;
 use mpiover_common::record::{Entry, Record, Site};
 use mpiover_common::run::{parse_record, RankInfo, RunCheck, RunDir, RunError, RunSummary};
 
@@ -142,6 +143,7 @@ fn dist_edge(i: usize) -> f64 {
 #[derive(Debug, Clone, Copy)]
 struct RankSite {
     rank: u32,
+    calls: u64,
     time: f64,
     /// Overhead of the calls that had a tmax; `None` when none had.
     overhead: Option<f64>,
@@ -278,6 +280,38 @@ struct Agg {
     lookups: Lookups,
     folded_keys: u64,
     folded_calls: u64,
+    /// Fill the display histograms (only the HTML export shows them).
+    want_dist: bool,
+    /// Display bin of each histogram bucket for the timer unit `bin_unit`
+    /// (`u16::MAX`: not computed yet): saves a logarithm per bucket.
+    bin_cache: Vec<u16>,
+    bin_unit: f64,
+    scratch: Vec<(usize, u64)>,
+}
+
+impl Agg {
+    fn new(want_dist: bool) -> Agg {
+        Agg {
+            want_dist,
+            ..Agg::default()
+        }
+    }
+
+    /// Display bin of a histogram bucket (its midpoint) for timer unit `unit`.
+    fn bucket_bin(&mut self, index: usize, unit: f64) -> usize {
+        if self.bin_unit != unit || self.bin_cache.is_empty() {
+            self.bin_cache.clear();
+            self.bin_cache
+                .resize(mpiover_common::histogram::MAX_INDEX, u16::MAX);
+            self.bin_unit = unit;
+        }
+        let c = &mut self.bin_cache[index];
+        if *c == u16::MAX {
+            let (lo, hi) = bucket_bounds(index);
+            *c = dist_bin((lo as f64 + hi as f64) / 2.0 * unit) as u16;
+        }
+        *c as usize
+    }
 }
 
 /// Wait state that overhead in one aggregation key indicates.
@@ -307,7 +341,8 @@ pub fn entry_wait_state(
                 "MPI_Ibsend" | "MPI_Bsend_init" => None,
                 _ if c.starts_with("MPI_I") && class_of(c) == Some(EventClass::Post) => {
                     // A non-blocking collective: the wait state of its blocking twin.
-                    let blocking = format!("MPI_{}", &c[5..]);
+                    let rest = &c[5..];
+                    let blocking = format!("MPI_{}{}", rest[..1].to_ascii_uppercase(), &rest[1..]);
                     match class_of(&blocking) {
                         Some(EventClass::Send | EventClass::Recv | EventClass::Completion)
                         | None => None,
@@ -496,12 +531,19 @@ impl Agg {
                     cell.overhead.add(ev.overhead);
                 }
             }
-            for b in &e.hist.buckets {
-                if b.count() > 0 {
-                    let mean = b.sum() as f64 / b.count() as f64 * unit;
-                    acc.dist[dist_bin(mean)] += b.count();
+            if self.want_dist {
+                let mut bins = std::mem::take(&mut self.scratch);
+                bins.clear();
+                for b in &e.hist.buckets {
+                    bins.push((self.bucket_bin(b.index(), unit), b.count()));
                 }
+                let acc = self.sites.get_mut(&key).expect("inserted above");
+                for &(bin, c) in &bins {
+                    acc.dist[bin] += c;
+                }
+                self.scratch = bins;
             }
+            let acc = self.sites.get_mut(&key).expect("inserted above");
             if let Some(c) = &e.completes {
                 acc.completes.insert(c.clone());
             }
@@ -533,6 +575,7 @@ impl Agg {
                 .per_rank
                 .push(RankSite {
                     rank: rec.rank,
+                    calls: l.calls,
                     time: l.time,
                     overhead: l.overhead,
                     root: l.root,
@@ -630,7 +673,7 @@ pub fn analyze_dir(
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
-                    let mut agg = Agg::default();
+                    let mut agg = Agg::new(opts.detail_sites > 0);
                     let mut my_infos = Vec::new();
                     // Workers take files in increasing order, so every file
                     // before a failing one is still read: the error reported
@@ -698,7 +741,7 @@ pub fn analyze_records(
     opts: &Options,
 ) -> Report {
     let (rdv, _) = rendezvous(opts, tmax);
-    let mut agg = Agg::default();
+    let mut agg = Agg::new(opts.detail_sites > 0);
     for r in records {
         agg.add_record(r, tmax, rdv);
     }
@@ -759,24 +802,33 @@ fn per_rank(rows: &[RankSite], overhead_known: bool) -> PerRank {
 
 const MAX_LATE: usize = 16;
 
-/// Late ranks of a collective site: the ranks that spent the least time in it
-/// arrived last. Lateness of a rank = most time of any rank - its time; ranks
-/// with at least half the largest lateness count.
+/// Late ranks of a collective site: the ranks that spent the least time per
+/// call in it arrived last. The reference is the upper quartile over ranks of
+/// the time per call (robust to a few slow ranks, and right while up to three
+/// quarters of the ranks are late); the lateness of a rank is the reference
+/// minus its time per call, times its calls. Ranks whose lateness per call is
+/// at least half the largest count, when that largest is at least 5 % of the
+/// reference.
 fn late_by_arrival(rows: &[RankSite], exclude_roots: bool) -> Vec<(u32, f64)> {
-    let cand: Vec<&RankSite> = rows.iter().filter(|r| !(exclude_roots && r.root)).collect();
+    let cand: Vec<(&RankSite, f64)> = rows
+        .iter()
+        .filter(|r| !(exclude_roots && r.root) && r.calls > 0)
+        .map(|r| (r, r.time / r.calls as f64))
+        .collect();
     if cand.len() < 2 {
         return Vec::new();
     }
-    let max = cand.iter().map(|r| r.time).fold(f64::MIN, f64::max);
-    let min = cand.iter().map(|r| r.time).fold(f64::MAX, f64::min);
-    let spread = max - min;
-    if spread <= 0.0 || spread < 0.05 * max {
+    let mut per_call: Vec<f64> = cand.iter().map(|c| c.1).collect();
+    per_call.sort_by(f64::total_cmp);
+    let reference = per_call[(per_call.len() * 3 / 4).min(per_call.len() - 1)];
+    let spread = reference - per_call[0];
+    if spread <= 0.0 || spread < 0.05 * reference {
         return Vec::new();
     }
     let mut late: Vec<(u32, f64)> = cand
         .iter()
-        .map(|r| (r.rank, max - r.time))
-        .filter(|&(_, l)| l >= 0.5 * spread)
+        .filter(|(_, m)| reference - m >= 0.5 * spread)
+        .map(|(r, m)| (r.rank, (reference - m) * r.calls as f64))
         .collect();
     late.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     late
@@ -1338,4 +1390,451 @@ fn read_source(path: &str, line: u32, context: u32) -> Option<Source> {
         lines,
         highlight: line,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{self, fixture_tmax, Times};
+    use crate::tmax::FnTmax;
+
+    fn summary_of(records: &[Record]) -> RunSummary {
+        let mut c = RunCheck::new();
+        for r in records {
+            c.add(RankInfo::of(Path::new("x"), r)).unwrap();
+        }
+        c.finish().unwrap()
+    }
+
+    fn report(records: &[Record], tmax: Option<&dyn TmaxSource>) -> Report {
+        analyze_records(
+            "run",
+            records,
+            summary_of(records),
+            tmax,
+            &Options::default(),
+        )
+    }
+
+    fn site<'a>(r: &'a Report, loc_end: &str, mpi: &str) -> &'a SiteReport {
+        r.sites
+            .iter()
+            .find(|s| s.location.ends_with(loc_end) && s.mpi_function == mpi)
+            .unwrap_or_else(|| panic!("no site {loc_end} {mpi}"))
+    }
+
+    /// The fixture's machine, as a profile: the tmax the fixture recorded.
+    struct FixtureProfile(f64);
+
+    impl TmaxSource for FixtureProfile {
+        fn tmax(
+            &self,
+            f: &str,
+            _p: u32,
+            _bytes: u64,
+            _role: Option<&str>,
+            _completes: Option<&str>,
+        ) -> Option<(f64, bool)> {
+            let (base_s, noise_s) = match f {
+                "MPI_Recv" => (5e-6, 1e-6),
+                "MPI_Isend" => (1e-6, 0.2e-6),
+                "MPI_Wait" => (250e-6, 20e-6),
+                "MPI_Allreduce" => (10e-6, 2e-6),
+                "MPI_Bcast" => (20e-6, 4e-6),
+                "MPI_Send" => (3e-6, 0.5e-6),
+                _ => return None,
+            };
+            let t = Times {
+                base_s,
+                noise_s,
+                delay_s: 0.0,
+            };
+            Some((fixture_tmax(t), false))
+        }
+        fn name(&self) -> String {
+            "mock.json".into()
+        }
+        fn q_max(&self) -> Option<f64> {
+            Some(self.0)
+        }
+    }
+
+    fn fixture_profile(q_max: f64) -> FixtureProfile {
+        FixtureProfile(q_max)
+    }
+
+    fn check_fixture_attribution(r: &Report) {
+        assert_eq!(r.summary.ranked_by, "overhead");
+        let recv = site(r, "halo.c:42", "MPI_Recv");
+        // Rank 2 waits 2 ms in each of its 200 receives from rank 1.
+        let o = recv.overhead_s.unwrap();
+        assert!((o - 0.4).abs() < 0.04, "{o}");
+        assert_eq!(recv.wait_state.as_deref(), Some("Late Sender"));
+        assert_eq!(recv.late_ranks, vec![1]);
+        assert_eq!(recv.late_basis.as_deref(), Some("peer"));
+        assert!(recv.significant);
+        assert_eq!(recv.per_rank.worst_rank, 2);
+        let wait = site(r, "halo.c:57", "MPI_Wait");
+        let o = wait.overhead_s.unwrap();
+        assert!((o - 0.1).abs() < 0.01, "{o}");
+        assert_eq!(wait.wait_state.as_deref(), Some("Late Receiver"));
+        assert_eq!(wait.late_ranks, vec![3]);
+        assert_eq!(
+            wait.posted_at,
+            vec!["/home/user/halo/halo.c:55".to_string()]
+        );
+        assert_eq!(wait.completes, vec!["MPI_Isend".to_string()]);
+        let ar = site(r, "solver.c:88", "MPI_Allreduce");
+        // Ranks 1-3 wait 300 us in each of 500 calls.
+        let o = ar.overhead_s.unwrap();
+        assert!((o - 0.45).abs() < 0.045, "{o}");
+        assert_eq!(ar.wait_state.as_deref(), Some("Wait at NxN"));
+        assert_eq!(ar.late_ranks, vec![0]);
+        assert_eq!(ar.late_basis.as_deref(), Some("arrival"));
+        assert!(ar.significant);
+        for (l, f) in [
+            ("io.c:10", "MPI_Bcast"),
+            ("libhelper.so+0x1a2b", "MPI_Send"),
+        ] {
+            let s = site(r, l, f);
+            assert!(!s.significant, "{l}");
+            assert_eq!(s.significance, "not significant");
+            assert!(s.late_ranks.is_empty());
+            let ex = s.exceed_fraction.unwrap();
+            assert!((0.03..0.2).contains(&ex), "{l}: {ex}");
+        }
+        assert_eq!(r.summary.significant_sites, 3);
+        assert_eq!(r.sites[0].mpi_function, "MPI_Allreduce");
+        assert_eq!(r.summary.worst.len(), 3);
+        // Wait matrix: rank 2 waited on rank 1 most.
+        let c = &r.wait_matrix.cells[0];
+        assert_eq!((c.waiter, c.peer), (2, 1));
+        assert_eq!(r.wait_matrix.metric, "overhead_s");
+    }
+
+    #[test]
+    fn online_overhead_is_attributed() {
+        let r = report(&synth::fixture_run(true), None);
+        check_fixture_attribution(&r);
+        let p = r.methods.profile.as_ref().unwrap();
+        assert_eq!(p.source, "record");
+        assert_eq!(p.matched, Some(true));
+        assert_eq!(r.methods.q_max, Some(0.9));
+    }
+
+    #[test]
+    fn reanalysis_against_a_profile_matches_online() {
+        let online = report(&synth::fixture_run(true), None);
+        let prof = fixture_profile(0.9);
+        // Records without online tmax, re-analysed from the histograms.
+        let re = report(&synth::fixture_run(false), Some(&prof));
+        check_fixture_attribution(&re);
+        assert_eq!(re.methods.profile.as_ref().unwrap().source, "--profile");
+        for s in &online.sites {
+            let t = re
+                .sites
+                .iter()
+                .find(|x| x.location == s.location && x.mpi_function == s.mpi_function)
+                .unwrap();
+            match (s.overhead_s, t.overhead_s) {
+                (Some(a), Some(b)) => assert!(
+                    (a - b).abs() <= 0.01 * a + 1e-6,
+                    "{}: {a} vs {b}",
+                    s.location
+                ),
+                (a, b) => assert_eq!(a.is_none(), b.is_none()),
+            }
+        }
+    }
+
+    #[test]
+    fn a_larger_tmax_leaves_no_significant_site() {
+        let prof = FnTmax {
+            name: "slow.json".into(),
+            q_max: Some(0.99),
+            f: |_: &str, _: u32, _: u64, _: Option<&str>| Some((1.0, true)),
+        };
+        let r = report(&synth::fixture_run(false), Some(&prof));
+        assert_eq!(r.summary.overhead_s, Some(0.0));
+        assert_eq!(r.summary.significant_sites, 0);
+        assert!(r
+            .sites
+            .iter()
+            .all(|s| s.wait_state.is_none() && s.late_ranks.is_empty()));
+        assert!(r.methods.lookups.out_of_range_calls > 0);
+        assert!(r
+            .warnings
+            .iter()
+            .any(|w| w.contains("outside the profile's measured range")));
+    }
+
+    #[test]
+    fn without_a_profile_sites_are_ranked_by_time() {
+        let r = report(&synth::fixture_run(false), None);
+        assert_eq!(r.summary.ranked_by, "time");
+        assert!(r.summary.overhead_s.is_none());
+        assert!(r.methods.hint.as_ref().unwrap().contains("--profile"));
+        assert!(r.sites.windows(2).all(|w| w[0].time_s >= w[1].time_s));
+        assert!(r
+            .sites
+            .iter()
+            .all(|s| s.overhead_s.is_none() && s.wait_state.is_none() && !s.significant));
+        assert_eq!(r.wait_matrix.metric, "time_s");
+        // Issue 2's figures.
+        let s = site(&r, "halo.c:42", "MPI_Recv");
+        assert_eq!(s.calls, 800);
+        assert_eq!(s.bytes, 800 * 8);
+        assert_eq!(s.per_rank.time_max_rank, 2);
+        assert_eq!(s.file.as_deref(), Some("/home/user/halo/halo.c"));
+        assert_eq!(s.line, Some(42));
+        assert_eq!(s.function.as_deref(), Some("exchange"));
+        assert_eq!(r.ranks.len(), 4);
+        let total: f64 = r.ranks.iter().map(|k| k.mpi_time_s).sum();
+        assert!((total - r.summary.mpi_time_s).abs() < 1e-12);
+    }
+
+    #[test]
+    fn sites_match_by_location_not_address() {
+        // Two ranks, different addresses (ASLR), same line; an unresolved
+        // site at the same module offset; a third line that differs.
+        let mut recs = Vec::new();
+        for r in 0..2u32 {
+            let mut rec = synth::empty_record("aslr", r, 2, "h");
+            let mut a = synth::site(0, "a.c", 10, "f");
+            a.address = format!("0x{:x}", 0x5000 + r * 0x1000);
+            let mut u = synth::site(1, "x", 0, "");
+            u.file = None;
+            u.line = None;
+            u.function = None;
+            u.module = Some("/lib/libx.so".into());
+            u.offset = Some("0x40".into());
+            u.address = format!("0x{:x}", 0x7000 + r * 0x1000);
+            let b = synth::site(2, "a.c", 11 + r, "f");
+            rec.sites = vec![a, u, b];
+            let mut rng = synth::Rng::new(r as u64);
+            for (sid, f) in [
+                (0, "MPI_Recv"),
+                (1, "MPI_Recv"),
+                (2, "MPI_Recv"),
+                (0, "MPI_Barrier"),
+            ] {
+                synth::push_entry(
+                    &mut rec,
+                    &mut rng,
+                    synth::EntrySpec {
+                        site: sid,
+                        function: f,
+                        p: 2,
+                        bytes: 8,
+                        peer: Some(1 - r as i32),
+                        role: None,
+                        completes: None,
+                        post_site: None,
+                        count: 10,
+                        times: Times {
+                            base_s: 1e-6,
+                            noise_s: 1e-7,
+                            delay_s: 0.0,
+                        },
+                        tmax_s: 2e-6,
+                    },
+                    false,
+                    100,
+                );
+            }
+            recs.push(rec);
+        }
+        let r = report(&recs, None);
+        let locs: Vec<(String, String, u32)> = r
+            .sites
+            .iter()
+            .map(|s| (s.location.clone(), s.mpi_function.clone(), s.per_rank.ranks))
+            .collect();
+        assert_eq!(r.sites.len(), 5, "{locs:?}");
+        assert_eq!(site(&r, "a.c:10", "MPI_Recv").per_rank.ranks, 2);
+        assert_eq!(site(&r, "a.c:10", "MPI_Barrier").per_rank.ranks, 2);
+        assert_eq!(site(&r, "libx.so+0x40", "MPI_Recv").per_rank.ranks, 2);
+        assert_eq!(site(&r, "a.c:11", "MPI_Recv").per_rank.ranks, 1);
+        assert_eq!(site(&r, "a.c:12", "MPI_Recv").per_rank.ranks, 1);
+    }
+
+    #[test]
+    fn wait_states_follow_scalasca() {
+        let w = |f, b, role, c| entry_wait_state(f, b, role, c, 65536);
+        assert_eq!(w("MPI_Recv", 8, None, None), Some("Late Sender"));
+        assert_eq!(w("MPI_Send", 8, None, None), None);
+        assert_eq!(w("MPI_Send", 1 << 20, None, None), Some("Late Receiver"));
+        assert_eq!(w("MPI_Ssend", 8, None, None), Some("Late Receiver"));
+        assert_eq!(w("MPI_Bsend", 1 << 20, None, None), None);
+        assert_eq!(
+            w("MPI_Wait", 8, None, Some("MPI_Irecv")),
+            Some("Late Sender")
+        );
+        assert_eq!(
+            w("MPI_Waitall", 1 << 20, None, Some("MPI_Isend")),
+            Some("Late Receiver")
+        );
+        assert_eq!(w("MPI_Wait", 8, None, Some("MPI_Isend")), None);
+        assert_eq!(
+            w("MPI_Wait", 8, None, Some("MPI_Iallreduce")),
+            Some("Wait at NxN")
+        );
+        assert_eq!(
+            w("MPI_Wait", 8, None, Some("MPI_Ibarrier")),
+            Some("Wait at Barrier")
+        );
+        assert_eq!(
+            w("MPI_Wait", 8, Some("nonroot"), Some("MPI_Ibcast")),
+            Some("Late Broadcast")
+        );
+        assert_eq!(w("MPI_Wait", 8, None, None), None);
+        assert_eq!(w("MPI_Allreduce", 8, None, None), Some("Wait at NxN"));
+        assert_eq!(
+            w("MPI_Bcast", 8, Some("nonroot"), None),
+            Some("Late Broadcast")
+        );
+        assert_eq!(w("MPI_Bcast", 8, Some("root"), None), None);
+        assert_eq!(w("MPI_Reduce", 8, Some("root"), None), Some("Early Reduce"));
+        assert_eq!(w("MPI_Reduce", 8, Some("nonroot"), None), None);
+        assert_eq!(w("MPI_Isend", 8, None, None), None);
+        assert_eq!(w("MPI_Foo", 8, None, None), None);
+        assert_eq!(
+            entry_wait_state("MPI_Send", 4096, None, None, 4096),
+            Some("Late Receiver")
+        );
+    }
+
+    #[test]
+    fn late_ranks_by_arrival() {
+        let rows: Vec<RankSite> = (0..8)
+            .map(|r| RankSite {
+                rank: r,
+                calls: 10,
+                time: if r == 5 {
+                    0.01
+                } else if r == 2 {
+                    0.4
+                } else {
+                    1.0
+                },
+                overhead: None,
+                root: r == 0,
+            })
+            .collect();
+        let late = late_by_arrival(&rows, false);
+        assert_eq!(late.iter().map(|l| l.0).collect::<Vec<_>>(), vec![5, 2]);
+        // Balanced: nobody is late.
+        let flat: Vec<RankSite> = rows
+            .iter()
+            .map(|r| RankSite {
+                time: 1.0 + 0.001 * r.rank as f64,
+                ..*r
+            })
+            .collect();
+        assert!(late_by_arrival(&flat, false).is_empty());
+        // Different call counts at the same time per call: nobody is late.
+        let counts: Vec<RankSite> = rows
+            .iter()
+            .map(|r| RankSite {
+                calls: 10 + 100 * r.rank as u64,
+                time: 1e-3 * (10 + 100 * r.rank) as f64,
+                ..*r
+            })
+            .collect();
+        assert!(late_by_arrival(&counts, false).is_empty());
+        // One very slow rank (noise) does not make everybody late.
+        let mut noisy: Vec<RankSite> = (0..64)
+            .map(|r| RankSite {
+                rank: r,
+                calls: 100,
+                time: 1.0 + 1e-3 * (r % 7) as f64,
+                overhead: None,
+                root: false,
+            })
+            .collect();
+        noisy[9].time = 0.2;
+        noisy[40].time = 9.0;
+        let late = late_by_arrival(&noisy, false);
+        assert_eq!(late.iter().map(|l| l.0).collect::<Vec<_>>(), vec![9]);
+        // Roots are left out for Early Reduce.
+        assert_eq!(
+            late_by_arrival(&rows, true)
+                .iter()
+                .map(|l| l.0)
+                .collect::<Vec<_>>(),
+            vec![5, 2]
+        );
+    }
+
+    #[test]
+    fn too_few_calls_are_marked() {
+        let mut recs = Vec::new();
+        let mut rec = synth::empty_record("few", 0, 1, "h");
+        rec.sites = vec![synth::site(0, "a.c", 1, "f")];
+        rec.profile = Some(mpiover_common::record::ProfileUse {
+            path: "p".into(),
+            matched: true,
+            q_max: Some(0.5),
+            note: None,
+        });
+        let mut rng = synth::Rng::new(3);
+        synth::push_entry(
+            &mut rec,
+            &mut rng,
+            synth::EntrySpec {
+                site: 0,
+                function: "MPI_Recv",
+                p: 1,
+                bytes: 8,
+                peer: Some(0),
+                role: None,
+                completes: None,
+                post_site: None,
+                count: 3,
+                times: Times {
+                    base_s: 1e-3,
+                    noise_s: 1e-6,
+                    delay_s: 0.0,
+                },
+                tmax_s: 1e-6,
+            },
+            true,
+            100,
+        );
+        recs.push(rec);
+        let r = report(&recs, None);
+        assert_eq!(r.sites[0].significance, "too few calls");
+        assert_eq!(r.methods.min_calls, Some(5));
+    }
+
+    #[test]
+    fn source_lines_around_a_site() {
+        let p = std::env::temp_dir().join(format!("mpiover-src-{}.c", std::process::id()));
+        let text: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(&p, text).unwrap();
+        let s = read_source(p.to_str().unwrap(), 10, 2).unwrap();
+        assert_eq!(
+            s.lines.iter().map(|l| l.0).collect::<Vec<_>>(),
+            vec![8, 9, 10, 11, 12]
+        );
+        assert_eq!(s.lines[2].1, "line 10");
+        assert!(read_source(p.to_str().unwrap(), 99, 2).is_none());
+        assert!(read_source("/nonexistent/x.c", 1, 2).is_none());
+        let _ = std::fs::remove_file(p);
+    }
+
+    #[test]
+    fn fixed_point_sums_do_not_depend_on_order() {
+        let xs = [0.1, 1e-9, 3.3, 7e-7, 2.5e-3];
+        let mut a = Fx::default();
+        let mut b = Fx::default();
+        for x in xs {
+            a.add(x);
+        }
+        for x in xs.iter().rev() {
+            b.add(*x);
+        }
+        assert_eq!(a, b);
+        assert!((a.get() - xs.iter().sum::<f64>()).abs() < 1e-12);
+    }
 }

@@ -156,14 +156,16 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<()> {
         Color::Never => false,
         Color::Auto => to_tty && std::env::var_os("NO_COLOR").is_none(),
     };
-    // The text report shows its warnings; other outputs get them on stderr.
+    let bytes = export(&report, format, &ExportOptions { top: a.top, color });
+    write_out(a.output.as_deref(), &bytes)?;
+    // The text report shows its warnings; other outputs get them on stderr
+    // (after the output is written, so that a failed write is the only message).
     if format != Format::Text || a.output.is_some() {
         for w in &report.warnings {
             eprintln!("mpiover: warning: {w}");
         }
     }
-    let bytes = export(&report, format, &ExportOptions { top: a.top, color });
-    write_out(a.output.as_deref(), &bytes)
+    Ok(())
 }
 
 pub fn run_diff(a: &DiffArgs) -> anyhow::Result<()> {
