@@ -9,9 +9,11 @@
 //!   (what a wait in them means).
 //! - [`profile`]: the calibrated tmax profile (`mpiover-profile/1`) and its lookup.
 //! - [`run`]: loading and checking a run directory (all ranks' records).
+//! - [`rundir`]: the default run-directory name.
 
 pub mod functions;
 pub mod histogram;
 pub mod profile;
 pub mod record;
 pub mod run;
+pub mod rundir;

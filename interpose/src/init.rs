@@ -164,42 +164,7 @@ fn program_name(cmd: &[String]) -> String {
         .and_then(|a| Path::new(a).file_name())
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "program".into());
-    let clean: String = base
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if clean.is_empty() {
-        "program".into()
-    } else {
-        clean
-    }
-}
-
-/// Local time as YYYYmmdd-HHMMSS.
-fn timestamp() -> String {
-    // SAFETY: time/localtime_r with valid pointers.
-    unsafe {
-        let t = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&t, &mut tm).is_null() {
-            return format!("{t}");
-        }
-        format!(
-            "{:04}{:02}{:02}-{:02}{:02}{:02}",
-            tm.tm_year + 1900,
-            tm.tm_mon + 1,
-            tm.tm_mday,
-            tm.tm_hour,
-            tm.tm_min,
-            tm.tm_sec
-        )
-    }
+    mpiover_common::rundir::program_component(&base)
 }
 
 fn hostname() -> String {
@@ -260,7 +225,11 @@ fn make_run_dir(out: Option<&str>, cmd: &[String]) -> Result<PathBuf, String> {
             p
         }
         None => {
-            let base = format!("mpiover-{}-{}", program_name(cmd), timestamp());
+            let base = format!(
+                "mpiover-{}-{}",
+                program_name(cmd),
+                mpiover_common::rundir::local_timestamp()
+            );
             let mut made = None;
             for i in 1..1000 {
                 let name = if i == 1 {
@@ -337,7 +306,7 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
     if rank == 0 {
         let run_id = format!(
             "{}-{:x}-{:x}",
-            timestamp(),
+            mpiover_common::rundir::local_timestamp(),
             std::process::id(),
             timer::now() & 0xffff_ffff
         );

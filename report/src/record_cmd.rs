@@ -344,47 +344,15 @@ pub fn program_name(command: &[OsString], behind_launcher: bool) -> String {
         command.first()
     };
     let base = prog.map(|p| base_name(p)).unwrap_or_default();
-    let clean: String = base
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if clean.is_empty() {
-        "program".into()
-    } else {
-        clean
-    }
-}
-
-/// Local time as YYYYmmdd-HHMMSS (the interposer's format).
-fn timestamp() -> String {
-    // SAFETY: time(2) and localtime_r(3) with valid pointers.
-    unsafe {
-        let t = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&t, &mut tm).is_null() {
-            return format!("{t}");
-        }
-        format!(
-            "{:04}{:02}{:02}-{:02}{:02}{:02}",
-            tm.tm_year + 1900,
-            tm.tm_mon + 1,
-            tm.tm_mday,
-            tm.tm_hour,
-            tm.tm_min,
-            tm.tm_sec
-        )
-    }
+    mpiover_common::rundir::program_component(&base)
 }
 
 /// Creates `./mpiover-<program>-<timestamp>` (or `-2`, `-3`...).
 fn make_default_out(cwd: &Path, prog: &str) -> anyhow::Result<PathBuf> {
-    let base = format!("mpiover-{prog}-{}", timestamp());
+    let base = format!(
+        "mpiover-{prog}-{}",
+        mpiover_common::rundir::local_timestamp()
+    );
     for i in 1..1000 {
         let name = if i == 1 {
             base.clone()

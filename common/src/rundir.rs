@@ -1,0 +1,64 @@
+//! The default run-directory name, `mpiover-<program>-<YYYYmmdd-HHMMSS>`,
+//! computed the same way by the interposer (rank 0 at `MPI_Init`) and by
+//! `mpiover record` (before the launch), so that both name it alike.
+
+/// The program's base name made safe for a path component: characters other
+/// than ASCII alphanumerics and `._-` become `_`; empty becomes `program`.
+pub fn program_component(base: &str) -> String {
+    let clean: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if clean.is_empty() {
+        "program".into()
+    } else {
+        clean
+    }
+}
+
+/// Local time as `YYYYmmdd-HHMMSS` (seconds since the epoch if the local
+/// time cannot be had).
+pub fn local_timestamp() -> String {
+    // SAFETY: time(2) and localtime_r(3) with valid pointers.
+    unsafe {
+        let t = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            return format!("{t}");
+        }
+        format!(
+            "{:04}{:02}{:02}-{:02}{:02}{:02}",
+            tm.tm_year + 1900,
+            tm.tm_mon + 1,
+            tm.tm_mday,
+            tm.tm_hour,
+            tm.tm_min,
+            tm.tm_sec
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn odd_names_become_safe() {
+        assert_eq!(program_component("a.out"), "a.out");
+        assert_eq!(program_component("my app$"), "my_app_");
+        assert_eq!(program_component(""), "program");
+    }
+
+    #[test]
+    fn timestamp_has_the_documented_shape() {
+        let t = local_timestamp();
+        assert_eq!(t.len(), 15, "{t}");
+        assert_eq!(&t[8..9], "-");
+    }
+}
