@@ -8,6 +8,7 @@ use std::path::Path;
 
 use mpiover_common::functions::profile_key;
 use mpiover_common::profile::{Environment, Profile};
+use mpiover_stats::ModelKind;
 
 /// tmax of one call: `(tmax_s, out_of_range)`, or `None` when the source has
 /// nothing for this function.
@@ -81,21 +82,74 @@ where
 /// The profile format and its lookup live in `mpiover_common::profile`
 /// (issue 4); until it exposes a lookup this refuses with a clear message.
 pub fn open_profile(path: &Path, q_max: Option<f64>) -> anyhow::Result<Box<dyn TmaxSource>> {
-    let profile = Profile::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut profile = Profile::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut name = path.display().to_string();
     if let Some(q) = q_max {
         if (q - profile.method.q_max).abs() > 1e-12 {
-            anyhow::bail!(
-                "profile {} was calibrated at q_max = {}; tmax at another q_max ({q}) needs a \
-                 new calibration (mpiover-calibrate --q-max {q})",
-                path.display(),
-                profile.method.q_max
+            let approx = retarget(&mut profile, q).map_err(|e| {
+                anyhow::anyhow!("profile {}: tmax at q_max = {q}: {e}", path.display())
+            })?;
+            name = format!(
+                "{name} (tmax re-computed at q_max = {q}; {approx} fallback entries interpolated \
+                 between their stored quantiles)"
             );
         }
     }
-    Ok(Box::new(ProfileTmax {
-        name: path.display().to_string(),
-        profile,
-    }))
+    Ok(Box::new(ProfileTmax { name, profile }))
+}
+
+/// Re-computes every entry's tmax at another q_max, without re-measuring:
+/// entries with a fitted model (seed 004 §7) take `min + terr_max(q)` of that
+/// model with its stored lambda and bin width; entries that fell back to the
+/// empirical quantile are interpolated linearly in q between their stored
+/// quantiles (median at 0.5, q90, q99, max at 1). Returns how many entries
+/// were interpolated that way (an approximation, named in the methods block).
+pub fn retarget(profile: &mut Profile, q: f64) -> Result<usize, mpiover_stats::StatsError> {
+    let qm = mpiover_stats::QMax::new(q)?;
+    let resolution = profile.environment.timer.resolution_s;
+    let mut approx = 0;
+    for e in &mut profile.entries {
+        let model = match (e.model.as_deref(), e.lambda, e.bin_width_s) {
+            (Some("poisson"), Some(l), Some(w)) => ModelKind::Poisson.with_lambda(l, w),
+            (Some("exponential"), Some(l), Some(w)) => ModelKind::Exponential.with_lambda(l, w),
+            _ => None,
+        };
+        match (model, e.bin_width_s) {
+            (Some(m), Some(w)) => e.tmax_s = e.min_s + m.terr_max_s(qm, w, resolution),
+            _ => {
+                let mut pts = vec![(0.5, e.median_s)];
+                pts.extend(e.q90_s.map(|v| (0.9, v)));
+                pts.extend(e.q99_s.map(|v| (0.99, v)));
+                pts.extend(e.max_s.map(|v| (1.0, v)));
+                e.tmax_s = interpolate(&pts, q).max(e.min_s);
+                approx += 1;
+            }
+        }
+    }
+    profile.method.q_max = q;
+    profile.invalidate_index();
+    Ok(approx)
+}
+
+/// Piecewise-linear interpolation through increasing `(q, value)` points,
+/// clamped to the first and last.
+fn interpolate(pts: &[(f64, f64)], q: f64) -> f64 {
+    match pts {
+        [] => 0.0,
+        [(_, v)] => *v,
+        _ => {
+            if q <= pts[0].0 {
+                return pts[0].1;
+            }
+            for w in pts.windows(2) {
+                let ((q0, v0), (q1, v1)) = (w[0], w[1]);
+                if q <= q1 {
+                    return v0 + (v1 - v0) * (q - q0) / (q1 - q0);
+                }
+            }
+            pts[pts.len() - 1].1
+        }
+    }
 }
 
 /// A calibrated profile as a tmax source.
@@ -133,5 +187,52 @@ impl TmaxSource for ProfileTmax {
             Ok(()) => (true, String::new()),
             Err(m) => (false, m.to_string()),
         })
+    }
+}
+
+#[cfg(test)]
+mod retarget_tests {
+    use super::*;
+    use mpiover_common::profile::{Entry, Environment, Method};
+
+    fn entry(model: Option<&str>, lambda: Option<f64>) -> Entry {
+        let mut e: Entry = serde_json::from_value(serde_json::json!({
+            "function": "MPI_Recv", "p": 2, "bytes": 8, "role": null,
+            "n": 200, "n_invalid": 0, "min_s": 1e-6, "median_s": 1.2e-6,
+            "q90_s": 2e-6, "q99_s": 4e-6, "max_s": 8e-6, "tmax_s": 4e-6,
+            "model": model, "lambda": lambda, "bin_width_s": 1e-7,
+            "accepted": model.is_some(), "fallback": model.is_none()
+        }))
+        .expect("entry json");
+        e.tmax_s = 4e-6;
+        e
+    }
+
+    #[test]
+    fn lower_q_gives_lower_tmax_and_model_entries_follow_the_model() {
+        let mut p = Profile::new(Environment::default(), Method::default());
+        p.method.q_max = 0.99;
+        p.environment.timer.resolution_s = 1e-9;
+        p.push_entry(entry(Some("exponential"), Some(1e6)));
+        let approx = retarget(&mut p, 0.9).expect("valid q");
+        assert_eq!(approx, 0);
+        // min + -ln(1 - 0.9) / lambda
+        let want = 1e-6 + (10f64).ln() / 1e6;
+        assert!(
+            (p.entries[0].tmax_s - want).abs() < 1e-12,
+            "{}",
+            p.entries[0].tmax_s
+        );
+    }
+
+    #[test]
+    fn fallback_entries_interpolate_their_quantiles() {
+        let mut p = Profile::new(Environment::default(), Method::default());
+        p.push_entry(entry(None, None));
+        assert_eq!(retarget(&mut p, 0.9).expect("valid q"), 1);
+        assert!((p.entries[0].tmax_s - 2e-6).abs() < 1e-15);
+        retarget(&mut p, 0.945).expect("valid q");
+        assert!((p.entries[0].tmax_s - 3e-6).abs() < 1e-12);
+        assert!(retarget(&mut p, 1.5).is_err());
     }
 }
