@@ -1549,18 +1549,20 @@ impl Guard {
         n: i32,
         reqs: *const crate::fort::Fint,
     ) -> *mut core::ffi::c_int {
-        let mut v = Vec::new();
+        // Fill the thread's reusable buffer directly (taken out while
+        // `findex` borrows self): no allocation per call once it has grown.
+        let mut buf = core::mem::take(&mut self.ts().findices);
+        buf.clear();
         if !ix.is_null() && n > 0 && n != consts::undefined() {
             for i in 0..n as usize {
-                v.push(self.findex(ix.add(i), reqs));
+                buf.push(self.findex(ix.add(i), reqs));
             }
         }
-        let ts = self.ts();
-        ts.findices.clear();
-        ts.findices.extend_from_slice(&v);
-        if ts.findices.is_empty() {
-            ts.findices.push(0);
+        if buf.is_empty() {
+            buf.push(0);
         }
+        let ts = self.ts();
+        ts.findices = buf;
         ts.findices.as_mut_ptr()
     }
 

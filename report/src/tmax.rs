@@ -109,14 +109,18 @@ pub fn retarget(profile: &mut Profile, q: f64) -> Result<usize, mpiover_stats::S
     let resolution = profile.environment.timer.resolution_s;
     let mut approx = 0;
     for e in &mut profile.entries {
-        let model = match (e.model.as_deref(), e.lambda, e.bin_width_s) {
-            (Some("poisson"), Some(l), Some(w)) => ModelKind::Poisson.with_lambda(l, w),
-            (Some("exponential"), Some(l), Some(w)) => ModelKind::Exponential.with_lambda(l, w),
+        let kind = match e.model.as_deref() {
+            Some("poisson") => Some(ModelKind::Poisson),
+            Some("exponential") => Some(ModelKind::Exponential),
             _ => None,
         };
-        match (model, e.bin_width_s) {
-            (Some(m), Some(w)) => e.tmax_s = e.min_s + m.terr_max_s(qm, w, resolution),
-            _ => {
+        let fitted = match (kind, e.lambda, e.bin_width_s) {
+            (Some(k), Some(l), Some(w)) => k.with_lambda(l, w).map(|m| (m, w)),
+            _ => None,
+        };
+        match fitted {
+            Some((m, w)) => e.tmax_s = e.min_s + m.terr_max_s(qm, w, resolution),
+            None => {
                 let mut pts = vec![(0.5, e.median_s)];
                 pts.extend(e.q90_s.map(|v| (0.9, v)));
                 pts.extend(e.q99_s.map(|v| (0.99, v)));
