@@ -776,10 +776,39 @@ fn first_line(s: &str) -> &str {
 // Lookup
 // ---------------------------------------------------------------------------
 
+/// How a tmax was estimated, as far as the report's significance test needs
+/// it: from `n` calibration samples, by a fitted model (`fitted`) or as the
+/// empirical quantile. A tmax is an estimate, so a clean call exceeds it with
+/// a chance that is itself uncertain (`mpiover_stats::ExceedancePrior`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Basis {
+    pub n: u64,
+    pub fitted: bool,
+}
+
+impl Basis {
+    pub fn of(e: &Entry) -> Basis {
+        Basis {
+            n: e.n,
+            fitted: !e.fallback && e.model.is_some(),
+        }
+    }
+
+    /// The less certain of two: fewer samples, fitted only if both were.
+    pub fn weaker(self, o: Basis) -> Basis {
+        Basis {
+            n: self.n.min(o.n),
+            fitted: self.fitted && o.fitted,
+        }
+    }
+}
+
 /// Result of a tmax lookup.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Lookup {
     pub tmax_s: f64,
+    /// How the base points used were estimated (the weakest of them).
+    pub basis: Basis,
     /// The point lies outside the measured range in p or bytes; the nearest
     /// edge was used.
     pub out_of_range: bool,
@@ -858,6 +887,7 @@ struct Row {
     /// Sorted by bytes (0 mapped to 1), unique.
     bytes: Vec<u64>,
     tmax: Vec<f64>,
+    basis: Vec<Basis>,
 }
 
 #[derive(Debug, Clone)]
@@ -866,6 +896,9 @@ struct Table {
     /// Sorted by p.
     rows: Vec<Row>,
 }
+
+/// One row's base points while the index is built: bytes -> (tmax, basis).
+type RowPoints = BTreeMap<u64, (f64, Basis)>;
 
 /// (function, role, same_host).
 type TableKey = (String, Option<String>, Option<bool>);
@@ -889,17 +922,22 @@ fn lerp(a: f64, b: f64, t: f64) -> f64 {
 }
 
 impl Row {
-    /// (value, exact, out_of_range)
-    fn at(&self, bytes: u64) -> (f64, bool, bool) {
+    /// (value, exact, out_of_range, basis)
+    fn at(&self, bytes: u64) -> (f64, bool, bool, Basis) {
         let b = bytes.max(1);
         match self.bytes.binary_search(&b) {
-            Ok(i) => (self.tmax[i], true, false),
-            Err(0) => (self.tmax[0], false, true),
-            Err(i) if i == self.bytes.len() => (self.tmax[i - 1], false, true),
+            Ok(i) => (self.tmax[i], true, false, self.basis[i]),
+            Err(0) => (self.tmax[0], false, true, self.basis[0]),
+            Err(i) if i == self.bytes.len() => (self.tmax[i - 1], false, true, self.basis[i - 1]),
             Err(i) => {
                 let (b0, b1) = (self.bytes[i - 1], self.bytes[i]);
                 let t = (xb(b) - xb(b0)) / (xb(b1) - xb(b0));
-                (lerp(self.tmax[i - 1], self.tmax[i], t), false, false)
+                (
+                    lerp(self.tmax[i - 1], self.tmax[i], t),
+                    false,
+                    false,
+                    self.basis[i - 1].weaker(self.basis[i]),
+                )
             }
         }
     }
@@ -909,9 +947,10 @@ impl Table {
     fn at(&self, p: u32, bytes: u64) -> Lookup {
         let rows = &self.rows;
         let one = |r: &Row, oor: bool| {
-            let (v, exact, o) = r.at(bytes);
+            let (v, exact, o, basis) = r.at(bytes);
             Lookup {
                 tmax_s: v,
+                basis,
                 out_of_range: o || oor,
                 exact: exact && !o && !oor,
                 p_lo: r.p,
@@ -932,12 +971,13 @@ impl Table {
             Err(i) if i == rows.len() => one(&rows[i - 1], true),
             Err(i) => {
                 let (r0, r1) = (&rows[i - 1], &rows[i]);
-                let (v0, _, o0) = r0.at(bytes);
-                let (v1, _, o1) = r1.at(bytes);
+                let (v0, _, o0, n0) = r0.at(bytes);
+                let (v1, _, o1, n1) = r1.at(bytes);
                 let t = ((p as f64).ln() - (r0.p as f64).ln())
                     / ((r1.p as f64).ln() - (r0.p as f64).ln());
                 Lookup {
                     tmax_s: lerp(v0, v1, t),
+                    basis: n0.weaker(n1),
                     out_of_range: o0 || o1,
                     exact: false,
                     p_lo: r0.p,
@@ -950,14 +990,15 @@ impl Table {
 
 impl Index {
     pub fn new(entries: &[Entry]) -> Index {
-        let mut points: HashMap<TableKey, BTreeMap<u32, BTreeMap<u64, f64>>> = HashMap::new();
+        let mut points: HashMap<TableKey, BTreeMap<u32, RowPoints>> = HashMap::new();
         for e in entries {
             let role = e.role.as_deref().map(|r| normalize_role(&e.function, r));
             let k = (e.function.clone(), role, e.same_host);
             let row = points.entry(k).or_default().entry(e.p).or_default();
             // b = 0 and b = 1 are the same point; keep the larger tmax.
-            let slot = row.entry(e.bytes.max(1)).or_insert(e.tmax_s);
-            *slot = slot.max(e.tmax_s);
+            let basis = Basis::of(e);
+            let slot = row.entry(e.bytes.max(1)).or_insert((e.tmax_s, basis));
+            *slot = (slot.0.max(e.tmax_s), slot.1.weaker(basis));
         }
         let tables = points
             .into_iter()
@@ -968,7 +1009,8 @@ impl Index {
                     .map(|(p, pts)| Row {
                         p,
                         bytes: pts.keys().copied().collect(),
-                        tmax: pts.values().copied().collect(),
+                        tmax: pts.values().map(|v| v.0).collect(),
+                        basis: pts.values().map(|v| v.1).collect(),
                     })
                     .collect();
                 (k, Table { p2p, rows })

@@ -166,6 +166,11 @@ pub struct Entry {
     /// Whether the tmax lookup fell outside the profile's measured range.
     #[serde(default)]
     pub tmax_out_of_range: bool,
+    /// How the profile's tmax was estimated (calibration samples, fitted
+    /// model or empirical quantile), for the significance test; absent in
+    /// records without a profile and in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmax_basis: Option<crate::profile::Basis>,
     pub hist: Histogram,
 }
 

@@ -530,6 +530,7 @@ mod tests {
                 tmax_s: None,
                 overhead_s: None,
                 tmax_out_of_range: false,
+                tmax_basis: None,
                 hist,
             }],
             folded: Folded::default(),

@@ -31,7 +31,7 @@
 use std::os::raw::c_int;
 use std::sync::OnceLock;
 
-use mpiover_common::profile::{self, Binding, Environment, Profile};
+use mpiover_common::profile::{self, Binding, Environment, Lookup, Profile};
 use mpiover_common::record::ProfileUse;
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
@@ -53,22 +53,23 @@ pub fn active() -> bool {
     PROFILE.get().is_some()
 }
 
-/// tmax in seconds and whether the lookup fell outside the measured range,
-/// for a key of `function` (`completes`: the completed requests' function,
-/// for completions); `None` without a profile or an entry for it.
+/// The tmax lookup (seconds, whether it fell outside the measured range, how
+/// the entries were estimated) for a key of `function` (`completes`: the
+/// completed requests' function, for completions); `None` without a profile
+/// or an entry for it.
 pub fn tmax(
     function: &str,
     p: u32,
     bytes: u64,
     role: Option<&str>,
     completes: Option<&str>,
-) -> Option<(f64, bool)> {
+) -> Option<Lookup> {
     let prof = PROFILE.get()?;
     let (function, role, bytes) =
         mpiover_common::functions::profile_key(function, role, completes, p, bytes);
     let l = prof.tmax(function, p, bytes, role)?;
     if l.tmax_s.is_finite() && l.tmax_s >= 0.0 {
-        Some((l.tmax_s, l.out_of_range))
+        Some(l)
     } else {
         None
     }

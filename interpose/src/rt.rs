@@ -335,7 +335,7 @@ pub struct Agg {
     pub over: u64,
     /// tmax in raw units, `u64::MAX` when there is none.
     pub tmax: u64,
-    pub tmax_s: Option<(f64, bool)>,
+    pub tmax_s: Option<mpiover_common::profile::Lookup>,
     /// Dense histogram: (count, sum) of buckets `lo..lo + hist.len()`.
     pub hist_lo: u32,
     pub hist: Vec<[u64; 2]>,
@@ -360,7 +360,8 @@ impl Agg {
             )
         };
         let tmax = match tmax_s {
-            Some((t, _)) if t.is_finite() && t >= 0.0 => {
+            Some(l) if l.tmax_s.is_finite() && l.tmax_s >= 0.0 => {
+                let t = l.tmax_s;
                 let u = crate::timer::unit_quick();
                 if u > 0.0 {
                     (t / u) as u64

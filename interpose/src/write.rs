@@ -48,7 +48,7 @@ struct Merged {
     min: u64,
     max: u64,
     over: u64,
-    tmax_s: Option<(f64, bool)>,
+    tmax_s: Option<mpiover_common::profile::Lookup>,
     hist: Histogram,
 }
 
@@ -174,9 +174,10 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
             sum_s: m.sum as f64 * unit,
             min_s: m.min as f64 * unit,
             max_s: m.max as f64 * unit,
-            tmax_s: m.tmax_s.map(|t| t.0),
+            tmax_s: m.tmax_s.map(|t| t.tmax_s),
             overhead_s: m.tmax_s.map(|_| m.over as f64 * unit),
-            tmax_out_of_range: m.tmax_s.is_some_and(|t| t.1),
+            tmax_out_of_range: m.tmax_s.is_some_and(|t| t.out_of_range),
+            tmax_basis: m.tmax_s.map(|t| t.basis),
             hist: m.hist,
         })
         .collect();

@@ -22,12 +22,13 @@ use std::sync::Mutex;
 
 use mpiover_common::functions::{class_of, wait_state, EventClass};
 use mpiover_common::histogram::bucket_bounds;
+use mpiover_common::profile::Basis;
 use mpiover_common::record::{Entry, Record, Site};
 use mpiover_common::run::{parse_record, RankInfo, RunCheck, RunDir, RunError, RunSummary};
 
 use crate::model::*;
 use crate::signif;
-use crate::tmax::TmaxSource;
+use crate::tmax::{Tmax, TmaxSource};
 
 /// Default threshold of the rendezvous protocol: Open MPI's TCP BTL and
 /// MPICH's nemesis switch at 64 KiB or above (Open MPI's shared-memory BTL
@@ -174,6 +175,8 @@ struct SiteAcc {
     out_of_range_calls: u64,
     tmax_min: f64,
     tmax_max: f64,
+    /// How the least certain tmax of the site was estimated, when known.
+    basis: Option<Basis>,
     /// Overhead per wait state (`None`: overhead that indicates no wait state).
     states: BTreeMap<Option<&'static str>, Fx>,
     peers: HashMap<u32, PeerAcc>,
@@ -200,6 +203,7 @@ impl SiteAcc {
             out_of_range_calls: 0,
             tmax_min: f64::INFINITY,
             tmax_max: 0.0,
+            basis: None,
             states: BTreeMap::new(),
             peers: HashMap::new(),
             per_rank: Vec::new(),
@@ -226,6 +230,7 @@ impl SiteAcc {
         self.out_of_range_calls += o.out_of_range_calls;
         self.tmax_min = self.tmax_min.min(o.tmax_min);
         self.tmax_max = self.tmax_max.max(o.tmax_max);
+        self.basis = weaker(self.basis, o.basis);
         for (k, v) in o.states {
             self.states.entry(k).or_default().merge(v);
         }
@@ -378,9 +383,17 @@ fn is_p2p(class: Option<EventClass>) -> bool {
     )
 }
 
+/// The less certain of two known bases (unknown ones do not count).
+fn weaker(a: Option<Basis>, b: Option<Basis>) -> Option<Basis> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.weaker(y)),
+        (x, y) => x.or(y),
+    }
+}
+
 /// The figures of one entry once tmax is known.
 struct EntryEval {
-    tmax: Option<(f64, bool)>,
+    tmax: Option<Tmax>,
     overhead: f64,
     calls_over: f64,
 }
@@ -402,10 +415,10 @@ fn evaluate(e: &Entry, unit_s: f64, tmax: Option<&dyn TmaxSource>) -> EntryEval 
             e.role.as_deref(),
             e.completes.as_deref(),
         ) {
-            Some((t, oor)) if t.is_finite() && t >= 0.0 => {
-                let ex = e.hist.excess(unit_s, t);
+            Some(t) if t.s.is_finite() && t.s >= 0.0 => {
+                let ex = e.hist.excess(unit_s, t.s);
                 EntryEval {
-                    tmax: Some((t, oor)),
+                    tmax: Some(t),
                     overhead: ex.overhead_s,
                     calls_over: ex.calls_over,
                 }
@@ -416,7 +429,11 @@ fn evaluate(e: &Entry, unit_s: f64, tmax: Option<&dyn TmaxSource>) -> EntryEval 
             Some(t) if t.is_finite() && t >= 0.0 => {
                 let ex = e.hist.excess(unit_s, t);
                 EntryEval {
-                    tmax: Some((t, e.tmax_out_of_range)),
+                    tmax: Some(Tmax {
+                        s: t,
+                        out_of_range: e.tmax_out_of_range,
+                        basis: e.tmax_basis,
+                    }),
                     overhead: e
                         .overhead_s
                         .filter(|o| o.is_finite())
@@ -473,10 +490,10 @@ impl Agg {
             );
             if e.function != "other" {
                 match ev.tmax {
-                    Some((_, oor)) => {
+                    Some(t) => {
                         self.lookups.entries += 1;
                         self.lookups.calls += e.count;
-                        if oor {
+                        if t.out_of_range {
                             self.lookups.out_of_range_entries += 1;
                             self.lookups.out_of_range_calls += e.count;
                         }
@@ -502,7 +519,13 @@ impl Agg {
                 acc.min = acc.min.min(e.min_s);
                 acc.max = acc.max.max(e.max_s);
             }
-            if let Some((t, oor)) = ev.tmax {
+            if let Some(Tmax {
+                s: t,
+                out_of_range: oor,
+                basis,
+            }) = ev.tmax
+            {
+                acc.basis = weaker(acc.basis, basis);
                 acc.overhead.add(ev.overhead);
                 acc.tmax_sum.add(t * e.count as f64);
                 acc.calls_over.add(ev.calls_over);
@@ -940,7 +963,7 @@ fn finish(
 
     let overhead_known = lookups.entries > 0;
     let (rdv, rdv_source) = rendezvous(opts, tmax);
-    let min_calls = q_max.map(|q| signif::min_calls(q, opts.alpha));
+    let mut min_calls = q_max.map(|q| signif::min_calls(q, opts.alpha));
 
     // Build every site.
     let mut built: Vec<Built> = agg
@@ -1049,8 +1072,9 @@ fn finish(
         })
         .collect();
 
-    // Significance: one-sided binomial test per site, BH across sites.
-    let mut tested: Vec<(usize, f64)> = Vec::new();
+    // Significance: one-sided test per site against the calibration's own
+    // spread (`signif::Null`), BH across sites.
+    let mut tested: Vec<(usize, f64, signif::Null)> = Vec::new();
     for (i, b) in built.iter_mut().enumerate() {
         let s = &mut b.report;
         if s.calls_with_tmax == 0 || s.mpi_function == "other" {
@@ -1061,23 +1085,28 @@ fn finish(
             s.significance = "no q_max".into();
             continue;
         };
+        let null = signif::Null::new(q, b.acc.basis);
         let n = s.calls_with_tmax;
         let k = (s.calls_over_tmax.unwrap_or(0.0).round() as u64).min(n);
-        let p = signif::binomial_upper_tail(k, n, 1.0 - q);
+        let p = null.p_value(k, n);
         s.p_value = Some(p);
-        tested.push((i, p));
+        tested.push((i, p, null));
+    }
+    // The fewest calls any tested site needs (the least certain tmax decides).
+    if let Some(m) = tested.iter().map(|t| t.2.min_calls(opts.alpha)).max() {
+        min_calls = Some(m);
     }
     let qv = signif::bh_adjust(&tested.iter().map(|t| t.1).collect::<Vec<_>>());
-    for (&(i, _), q) in tested.iter().zip(qv) {
+    for (&(i, _, null), q) in tested.iter().zip(qv) {
         let s = &mut built[i].report;
         s.q_value = Some(q);
-        let expected = s.calls_with_tmax as f64 * (1.0 - q_max.unwrap_or(0.0));
+        let expected = s.calls_with_tmax as f64 * null.expected_share();
         let over = s.calls_over_tmax.unwrap_or(0.0);
         if q <= opts.alpha && over > expected {
             s.significant = true;
             s.significance = "significant".into();
         } else {
-            s.significance = if min_calls.is_some_and(|m| s.calls_with_tmax < m) {
+            s.significance = if s.calls_with_tmax < null.min_calls(opts.alpha) {
                 "too few calls"
             } else {
                 "not significant"
@@ -1290,7 +1319,9 @@ fn finish(
             profile,
             q_max,
             alpha: opts.alpha,
-            test: "one-sided binomial test of the calls over tmax against the (1 - q_max) expected by chance, \
+            test: "one-sided test of the calls over tmax against the share expected by chance: \
+                   beta-binomial around 1 - q_max with the spread of tmax estimated from the profile's \
+                   calibration samples (binomial when the profile does not say), \
                    Benjamini-Hochberg across sites at false discovery rate alpha"
                 .into(),
             min_calls,
@@ -1434,7 +1465,7 @@ mod tests {
             _bytes: u64,
             _role: Option<&str>,
             _completes: Option<&str>,
-        ) -> Option<(f64, bool)> {
+        ) -> Option<Tmax> {
             let (base_s, noise_s) = match f {
                 "MPI_Recv" => (5e-6, 1e-6),
                 "MPI_Isend" => (1e-6, 0.2e-6),
@@ -1449,7 +1480,11 @@ mod tests {
                 noise_s,
                 delay_s: 0.0,
             };
-            Some((fixture_tmax(t), false))
+            Some(Tmax {
+                s: fixture_tmax(t),
+                out_of_range: false,
+                basis: None,
+            })
         }
         fn name(&self) -> String {
             "mock.json".into()

@@ -3,6 +3,7 @@
 //! gen_records -- DIR`). Deterministic for a given seed.
 
 use mpiover_common::histogram::{bucket_bounds, Bucket, Histogram};
+use mpiover_common::profile::Basis;
 use mpiover_common::record::*;
 
 /// xorshift64*: small, fast, deterministic.
@@ -220,6 +221,12 @@ pub fn push_entry(
         tmax_s: online.then_some(spec.tmax_s),
         overhead_s: online.then_some(d.overhead_s),
         tmax_out_of_range: false,
+        // As a calibration of 1000 samples would say: the report's test then
+        // allows for tmax's own spread (beta-binomial null).
+        tmax_basis: online.then_some(Basis {
+            n: 1000,
+            fitted: false,
+        }),
         hist: d.hist,
     });
 }

@@ -7,11 +7,22 @@
 use std::path::Path;
 
 use mpiover_common::functions::profile_key;
-use mpiover_common::profile::{Environment, Profile};
+use mpiover_common::profile::{Basis, Environment, Profile};
 use mpiover_stats::ModelKind;
 
-/// tmax of one call: `(tmax_s, out_of_range)`, or `None` when the source has
-/// nothing for this function.
+/// tmax of one call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tmax {
+    pub s: f64,
+    /// The lookup fell outside the profile's measured range.
+    pub out_of_range: bool,
+    /// How it was estimated, when the source knows (the significance test
+    /// then allows for the estimate's own spread).
+    pub basis: Option<Basis>,
+}
+
+/// The tmax of each call, or `None` when the source has nothing for this
+/// function.
 pub trait TmaxSource: Sync {
     /// `bytes` and `role` are the record entry's; `completes` the completed
     /// request's function for completions. The source maps them to its key
@@ -23,7 +34,7 @@ pub trait TmaxSource: Sync {
         bytes: u64,
         role: Option<&str>,
         completes: Option<&str>,
-    ) -> Option<(f64, bool)>;
+    ) -> Option<Tmax>;
 
     /// Name shown in the methods block (the profile's path).
     fn name(&self) -> String {
@@ -66,8 +77,12 @@ where
         bytes: u64,
         role: Option<&str>,
         _completes: Option<&str>,
-    ) -> Option<(f64, bool)> {
-        (self.f)(function, p, bytes, role)
+    ) -> Option<Tmax> {
+        (self.f)(function, p, bytes, role).map(|(s, out_of_range)| Tmax {
+            s,
+            out_of_range,
+            basis: None,
+        })
     }
     fn name(&self) -> String {
         self.name.clone()
@@ -170,10 +185,14 @@ impl TmaxSource for ProfileTmax {
         bytes: u64,
         role: Option<&str>,
         completes: Option<&str>,
-    ) -> Option<(f64, bool)> {
+    ) -> Option<Tmax> {
         let (function, role, bytes) = profile_key(function, role, completes, p, bytes);
         let l = self.profile.tmax(function, p, bytes, role)?;
-        (l.tmax_s.is_finite() && l.tmax_s >= 0.0).then_some((l.tmax_s, l.out_of_range))
+        (l.tmax_s.is_finite() && l.tmax_s >= 0.0).then_some(Tmax {
+            s: l.tmax_s,
+            out_of_range: l.out_of_range,
+            basis: Some(l.basis),
+        })
     }
     fn name(&self) -> String {
         self.name.clone()

@@ -60,7 +60,9 @@ pub use model::{Model, ModelKind};
 pub use quantile::{min_n_for_ci, quantile_ci};
 pub use refine::Objective;
 pub use sample::{QMax, Sample};
-pub use significance::{benjamini_hochberg, benjamini_hochberg_adjusted, binomial_sf};
+pub use significance::{
+    benjamini_hochberg, benjamini_hochberg_adjusted, beta_binomial_sf, binomial_sf, ExceedancePrior,
+};
 pub use special::{chi2_critical, chi2_critical_wilson_hilferty, chi2_sf, normal_upper_quantile};
 pub use stopping::{Stop, StoppingRule};
 pub use summary::{summarize, Summary};

@@ -420,3 +420,20 @@ proptest! {
         prop_assert_eq!(l.tmax_s, last.last().unwrap().1);
     }
 }
+
+#[test]
+fn lookup_carries_the_weakest_basis_of_the_points_used() {
+    let mut a = entry("MPI_Bcast", 2, 10, Some("root"), 1e-6);
+    let mut b = entry("MPI_Bcast", 2, 100, Some("root"), 2e-6);
+    a.n = 300;
+    b.n = 250;
+    b.model = None;
+    b.fallback = true;
+    b.accepted = false;
+    let p = profile(vec![a, b]);
+    let at = |bytes| p.tmax("MPI_Bcast", 2, bytes, Some("root")).unwrap().basis;
+    assert_eq!(at(10), Basis { n: 300, fitted: true });
+    assert_eq!(at(100), Basis { n: 250, fitted: false });
+    assert_eq!(at(30), Basis { n: 250, fitted: false });
+    assert_eq!(at(1 << 20), Basis { n: 250, fitted: false });
+}
