@@ -10,8 +10,26 @@ use crate::mpi::{self, Comm};
 pub struct Layout {
     /// Host index of every world rank.
     pub host_of: Vec<u32>,
-    /// CPUs this rank may run on.
-    pub my_cpus: u32,
+    /// CPUs the ranks on this rank's host may run on together (the union of
+    /// their affinity lists; 0 when unknown). Ranks bound to one core each
+    /// are not oversubscribed although each of them sees a single CPU.
+    pub host_cpus: u32,
+}
+
+/// CPU ids of a Linux CPU list ("0-3,8"); ranges capped at 65536 CPUs.
+fn cpu_ids(list: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for part in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
+                    v.extend(a..=b.min(a.saturating_add(65_535)));
+                }
+            }
+            None => v.extend(part.parse::<u32>().ok()),
+        }
+    }
+    v
 }
 
 /// Gather host names and bindings; the environment is complete on rank 0.
@@ -43,8 +61,23 @@ pub fn gather(world: Comm, command: Vec<String>, date: String) -> (Layout, Envir
         .chunks(4)
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
+    // CPUs per host: the union of its ranks' lists, on rank 0, broadcast.
+    let mut host_cpus = vec![0u8; 4 * p];
+    if me == 0 {
+        let mut union: Vec<std::collections::BTreeSet<u32>> = vec![Default::default(); hosts.len()];
+        for (r, list) in cpu_lists.iter().enumerate() {
+            union[host_of[r] as usize].extend(cpu_ids(list));
+        }
+        for r in 0..p {
+            let n = union[host_of[r] as usize].len() as u32;
+            host_cpus[4 * r..4 * r + 4].copy_from_slice(&n.to_le_bytes());
+        }
+    }
+    mpi::bcast_bytes(&mut host_cpus, 0, world);
     let layout = Layout {
-        my_cpus: profile::cpu_list_len(&cpus),
+        host_cpus: host_cpus
+            .get(4 * me as usize..4 * me as usize + 4)
+            .map_or(0, |c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
         host_of: host_of.clone(),
     };
 
@@ -76,4 +109,17 @@ pub fn gather(world: Comm, command: Vec<String>, date: String) -> (Layout, Envir
         env.command = command;
     }
     (layout, env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpu_ids;
+
+    #[test]
+    fn cpu_lists_parse_to_ids() {
+        assert_eq!(cpu_ids("0-3,8"), vec![0, 1, 2, 3, 8]);
+        assert_eq!(cpu_ids("1"), vec![1]);
+        assert_eq!(cpu_ids(""), Vec::<u32>::new());
+        assert_eq!(cpu_ids("x,2-1,5"), vec![5]);
+    }
 }

@@ -395,7 +395,9 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
                      window, every call of both ranks timed (receives pool the one-way receive and the \
                      receive of the reply), who pings alternates; rooted collectives: the root alone, \
                      and all non-root ranks pooled; other collectives: all ranks pooled; samples of \
-                     invalid windows are dropped"
+                     invalid windows are dropped: a rank started late, overran the window, or was \
+                     preempted during its call (involuntary context switch, getrusage; kept and noted \
+                     when more than half of a batch was, and not checked when ranks outnumber cores)"
                 .into(),
             communicators: "size p: the first p ranks in host-interleaved order; pairs: rank 0 with the \
                             next rank on its host (same_host) and with the first rank on another host"
@@ -563,7 +565,7 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
             .filter(|&&r| layout.host_of[r as usize] == mine)
             .count() as u32;
         let job_settings = Settings {
-            yield_wait: layout.my_cpus > 0 && local > layout.my_cpus,
+            yield_wait: layout.host_cpus > 0 && local > layout.host_cpus,
             window_slack_s,
             ..settings.clone()
         };
@@ -695,12 +697,15 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
         if !a.quiet {
             let n: u64 = prof.entries.iter().map(|e| e.n).sum();
             let inv: u64 = prof.entries.iter().map(|e| e.n_invalid).sum();
+            let pre: u64 = prof.entries.iter().map(|e| e.n_preempted).sum();
             let kept: f64 = prof.entries.iter().filter_map(|e| e.sum_s).sum();
             eprintln!(
-                "mpiover-calibrate: {} entries ({} samples kept, {} dropped), {} skipped, {:.1} s -> {}",
+                "mpiover-calibrate: {} entries ({} samples kept, {} dropped, {} of them preempted), \
+                 {} skipped, {:.1} s -> {}",
                 prof.entries.len(),
                 n,
                 inv,
+                pre,
                 prof.skipped.len(),
                 clock::raw_now() - t_start,
                 a.output.display()
@@ -852,6 +857,7 @@ fn make_entry(
         hosts,
         n: sample.len() as u64,
         n_invalid: out.invalid[e],
+        n_preempted: out.invalid_preempted[e],
         min_s: s.min_s,
         median_s: s.median_s,
         median_ci_s: s.median_ci_s,
@@ -874,6 +880,17 @@ fn make_entry(
         note,
         runs: Vec::new(),
     };
+    if out.preempted_kept > 0 {
+        let busy = format!(
+            "{} of {} windows had a rank preempted during its call and were kept (more than half of \
+             their batch: the host was busy or oversubscribed); tmax includes scheduler noise",
+            out.preempted_kept, out.windows
+        );
+        entry.note = Some(match entry.note.take() {
+            Some(n) => format!("{n}; {busy}"),
+            None => busy,
+        });
+    }
     entry.runs = vec![entry.as_run(run)];
     Some(entry)
 }

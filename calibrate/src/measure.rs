@@ -5,13 +5,30 @@
 //! job's communicator broadcasts a start time in the (global) future; window
 //! i of the batch starts at `start + i * window`; every rank waits for that
 //! moment on its own synchronized clock, calls, and measures its own local
-//! duration. A window is invalid when a rank arrived after the start (started
-//! late) or the call ended after the window (overran); the two flag vectors
-//! are reduced with MAX over the ranks, so one rank's problem invalidates the
-//! window for all, and every sample of an invalid window is dropped and
+//! duration. A window is invalid when a rank arrived after the start or (with
+//! no more ranks than cores) left its wait more than 1 us after it (started
+//! late) or the call ended after
+//! the window (overran); the flag vectors are reduced with MAX over the
+//! ranks, so one rank's problem invalidates the window for all, and every sample of an invalid window is dropped and
 //! counted. When more than a quarter of a batch is invalid the window doubles
 //! (SKaMPI: `max(2 w, ...)`). If the first window of a batch starts late the
 //! lead time of the start broadcast doubles.
+//!
+//! A window is also invalid when a rank was *preempted* during its call: the
+//! thread's context switches (`getrusage(RUSAGE_THREAD)`, involuntary
+//! `ru_nivcsw` and voluntary `ru_nvcsw`, for an MPI library that yields while
+//! it polls) grew between just before and just after the call. A spinning
+//! call on an idle core switches neither way. Such a sample holds the
+//! scheduler's time slice, not the call, and on a host shared with other
+//! work those samples are what the q_max quantile catches (tmax of an 8-byte
+//! call in milliseconds, and every overhead of a later run under-reported by
+//! that much). Growing the window does not help against them, so they do not
+//! count toward growth. When more than half of a batch's
+//! windows had a preempted rank, the host is oversubscribed or saturated and
+//! dropping would leave nothing: that batch's preempted windows are kept and
+//! counted (`preempted_kept`), and the profile entry says so. Not done when
+//! the ranks yield while waiting (more ranks than cores on the host): there
+//! every window is preempted by design.
 //!
 //! `--sync barrier`: an `MPI_Barrier` before every call instead; nothing is
 //! flagged (the barrier's exit skew lands in the measurement, seed 001 §4).
@@ -67,6 +84,12 @@ pub struct Outcome {
     pub windows_invalid: u64,
     pub late: u64,
     pub overrun: u64,
+    /// Windows dropped because a rank was preempted during its call.
+    pub preempted: u64,
+    /// Windows with a preempted rank that were kept (most of their batch was).
+    pub preempted_kept: u64,
+    /// Dropped samples per entry that were dropped for preemption alone.
+    pub invalid_preempted: Vec<u64>,
     pub window_s: f64,
     /// First window of the job without the learned slack, seconds.
     pub window_base_s: f64,
@@ -90,6 +113,26 @@ pub fn parse_delay(v: &str) -> Result<(i32, u64, f64), String> {
         return Err(err());
     }
     Ok((r, every, s))
+}
+
+/// How far after its window's start a rank may begin its call and still
+/// count as on time: the spin-wait exits within tens of nanoseconds; more
+/// means the rank was descheduled or interrupted while it waited, and its
+/// partner's receive would wait for it.
+const START_TOLERANCE_S: f64 = 1e-6;
+
+/// Context switches of the calling thread so far, voluntary and involuntary
+/// (0 when the kernel does not say: then nothing is ever flagged).
+fn context_switches() -> i64 {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a rusage into the valid, zeroed buffer.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr()) } == 0 {
+        // SAFETY: initialized by getrusage (and zeroed before).
+        let ru = unsafe { ru.assume_init() };
+        ru.ru_nivcsw.wrapping_add(ru.ru_nvcsw)
+    } else {
+        0
+    }
 }
 
 /// Wait until local time `t` without overshooting: sleep while far, then spin
@@ -173,8 +216,10 @@ pub fn run_job(
     let mut out = Outcome {
         samples: vec![Vec::new(); n_entries],
         invalid: vec![0; n_entries],
+        invalid_preempted: vec![0; n_entries],
         ..Default::default()
     };
+    let watch_preemption = s.sync == Sync::Window && !s.yield_wait;
     out.window_base_s = (2.0 * est + 10e-6).clamp(s.window_min_s, s.window_max_s);
     let mut window = (out.window_base_s + s.window_slack_s).clamp(s.window_min_s, s.window_max_s);
     let mut lead = s.lead_s;
@@ -212,7 +257,8 @@ pub fn run_job(
         }
         let (start, win, nr) = (hdr[1], hdr[2], hdr[3] as usize);
         let mut dur = vec![0.0f64; nr * slots];
-        let mut flags = vec![0u8; 2 * nr];
+        // late | overrun | preempted, one vector each.
+        let mut flags = vec![0u8; 3 * nr];
         for i in 0..nr {
             let w = w_count + i as u64;
             let delayed = matches!(s.delay, Some((r, every, _)) if r == s.world_rank && w % every == every - 1);
@@ -226,7 +272,20 @@ pub fn run_job(
                         flags[i] = 1;
                     } else {
                         wait_until(clock, t_start, s.yield_wait);
+                        // The spin ends within a few clock reads of the start;
+                        // a rank descheduled while it waited starts late too.
+                        // (Not with more ranks than cores: there every yield
+                        // gives the core away for a time slice.)
+                        if watch_preemption && clock.now() - t_start > START_TOLERANCE_S {
+                            flags[i] = 1;
+                        }
                     }
+                    // After the wait (which may sleep), before the call.
+                    let switches = if watch_preemption {
+                        context_switches()
+                    } else {
+                        0
+                    };
                     pattern::run_window(
                         kind,
                         comm,
@@ -238,6 +297,10 @@ pub fn run_job(
                     );
                     if clock.now() - t_start > win {
                         flags[nr + i] = 1;
+                    }
+                    // After the overrun check: the system call is not the call's time.
+                    if watch_preemption && context_switches() != switches {
+                        flags[2 * nr + i] = 1;
                     }
                 }
                 Sync::Barrier => {
@@ -257,7 +320,7 @@ pub fn run_job(
                 }
             }
         }
-        let mut fl = vec![0u8; 2 * nr];
+        let mut fl = vec![0u8; 3 * nr];
         mpi::reduce_max_u8(&flags, &mut fl, 0, comm);
         let mut all = vec![0.0f64; if me == 0 { p as usize * nr * slots } else { 1 }];
         mpi::gather_f64s(&dur, &mut all, 0, comm);
@@ -268,15 +331,26 @@ pub fn run_job(
         }
 
         // Rank 0: sort the samples, adapt the window, decide.
+        let n_preempted = fl[2 * nr..].iter().filter(|&&f| f != 0).count();
+        let drop_preempted = n_preempted * 2 <= nr;
         let mut bad = 0u64;
         for i in 0..nr {
             let late = fl[i] != 0;
             let over = fl[nr + i] != 0;
-            let invalid = late || over;
-            if invalid {
+            let preempted = fl[2 * nr + i] != 0;
+            let window_bad = late || over;
+            let invalid = window_bad || (preempted && drop_preempted);
+            if window_bad {
                 bad += 1;
                 out.late += late as u64;
                 out.overrun += over as u64;
+            }
+            if preempted {
+                if drop_preempted {
+                    out.preempted += 1;
+                } else {
+                    out.preempted_kept += 1;
+                }
             }
             for r in 0..p {
                 for sl in 0..slots {
@@ -286,6 +360,7 @@ pub fn run_job(
                         }
                         if invalid {
                             out.invalid[e] += 1;
+                            out.invalid_preempted[e] += u64::from(!window_bad);
                         } else {
                             out.samples[e].push(all[(r as usize * nr + i) * slots + sl]);
                         }
@@ -294,6 +369,7 @@ pub fn run_job(
             }
         }
         out.windows += nr as u64;
+        // Late and overrun windows only: what the window size can fix.
         out.windows_invalid += bad;
         if s.sync == Sync::Window {
             if fl[0] != 0 {

@@ -292,6 +292,102 @@ fn late_ranks_invalidate_windows_which_are_dropped_and_counted() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Busy loops competing for the cores; killed when dropped.
+struct Competitors(Vec<std::process::Child>);
+
+impl Competitors {
+    fn start(n: usize) -> Competitors {
+        Competitors(
+            (0..n)
+                .map(|_| {
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .stdin(Stdio::null())
+                        .spawn()
+                        .expect("sh runs")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Competitors {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Regression: on a host shared with other work, calls in which the
+/// scheduler took a rank's core were kept, and tmax of an 8-byte call came
+/// out in milliseconds (the q_max quantile catches the time slices: 1-13 ms
+/// in a third of the quick calibrations run beside a parallel build). A rank
+/// descheduled while it waited for its window now starts late, one
+/// preempted during its call is seen by its context switches, and both
+/// windows are dropped and counted.
+#[test]
+fn busy_host_windows_are_dropped_and_tmax_stays_in_microseconds() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tmpdir("busy");
+    let f = d.join("p.json");
+    let args = [
+        "--functions",
+        "MPI_Allreduce,MPI_Send,MPI_Recv",
+        "--procs",
+        "2",
+        "--sizes",
+        "8",
+        "--max-samples",
+        "400",
+        "-o",
+        f.to_str().unwrap(),
+    ];
+    let Some(mut cmd) = command(2, &[], &args) else {
+        return;
+    };
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let busy = Competitors::start(cores);
+    let out = cmd.output().expect("mpirun runs");
+    drop(busy);
+    ok(&out);
+    let p = Profile::load(&f).unwrap();
+    let summary: Vec<String> = p
+        .entries
+        .iter()
+        .map(|e| {
+            format!(
+                "{} n {} invalid {} preempted {} tmax {:.2} us note {:?}",
+                e.function,
+                e.n,
+                e.n_invalid,
+                e.n_preempted,
+                e.tmax_s * 1e6,
+                e.note
+            )
+        })
+        .collect();
+    let summary = summary.join("\n");
+    eprintln!("{cores} busy loops on {cores} cores:\n{summary}");
+    assert_eq!(p.entries.len(), 3, "{summary}");
+    for e in &p.entries {
+        assert!(
+            e.n_invalid > 0,
+            "nothing dropped beside busy loops\n{summary}"
+        );
+        assert!(e.n_preempted <= e.n_invalid, "{summary}");
+        // A time slice is milliseconds; these calls take about a microsecond.
+        assert!(
+            e.tmax_s < 200e-6,
+            "{} tmax {} s: scheduler time slices kept\n{summary}",
+            e.function,
+            e.tmax_s
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// PIDs of a process's descendants (from /proc/PID/task/*/children).
 fn descendants(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();

@@ -18,7 +18,7 @@
 //!  "method": {sync, clock_sync, window, q_max, alpha, warmup, min_samples, max_samples,
 //!             entry_budget_s, time_budget_s, seed, functions, procs, sizes, ...},
 //!  "runs": [{id, date, command, seed, wall_s, ...}],          one per calibration run merged in
-//!  "entries": [{function, p, bytes, role, same_host, hosts, n, n_invalid, min_s, median_s,
+//!  "entries": [{function, p, bytes, role, same_host, hosts, n, n_invalid, n_preempted, min_s, median_s,
 //!               median_ci_s, max_s, q90_s, q99_s, tmax_s, model, lambda, chi2, df, critical,
 //!               accepted, fallback, bin_width_s, window_s, stop, sum_s, elapsed_s, note,
 //!               runs: [{run, n, n_invalid, min_s, median_s, tmax_s, ...}]}],
@@ -28,7 +28,8 @@
 //! All times are seconds. The file is written with one entry per line so that
 //! it stays readable and diffable; any JSON reader can load it. `n` counts the
 //! kept samples, `n_invalid` the samples dropped because their window was
-//! invalid; `model` is null and `fallback` true when every error model was
+//! invalid (a rank started late, overran the window, or was preempted during
+//! its call), `n_preempted` how many of those for preemption alone; `model` is null and `fallback` true when every error model was
 //! rejected by the chi-square test (tmax is then the empirical q_max
 //! quantile); `stop` says why sampling ended (`stable`: the stopping rule of
 //! the statistical core; `max_samples`; `entry_budget`; `time_budget`;
@@ -347,6 +348,10 @@ pub struct Entry {
     /// Samples dropped because their window was invalid (a rank started late
     /// or overran the window).
     pub n_invalid: u64,
+    /// Of those, samples dropped only because a rank was preempted during
+    /// its call (an involuntary context switch): a host shared with other work.
+    #[serde(default)]
+    pub n_preempted: u64,
     pub min_s: f64,
     pub median_s: f64,
     /// Nonparametric 95 % confidence interval of the median.

@@ -41,6 +41,7 @@ fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> E
         hosts: 1,
         n: 200,
         n_invalid: 5,
+        n_preempted: 0,
         min_s: tmax / 2.0,
         median_s: tmax * 0.6,
         median_ci_s: Some([tmax * 0.55, tmax * 0.65]),

@@ -15,6 +15,7 @@ fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> E
         hosts: 1,
         n: 200,
         n_invalid: 3,
+        n_preempted: 0,
         min_s: tmax * 0.5,
         median_s: tmax * 0.6,
         median_ci_s: Some([tmax * 0.58, tmax * 0.62]),
@@ -432,8 +433,32 @@ fn lookup_carries_the_weakest_basis_of_the_points_used() {
     b.accepted = false;
     let p = profile(vec![a, b]);
     let at = |bytes| p.tmax("MPI_Bcast", 2, bytes, Some("root")).unwrap().basis;
-    assert_eq!(at(10), Basis { n: 300, fitted: true });
-    assert_eq!(at(100), Basis { n: 250, fitted: false });
-    assert_eq!(at(30), Basis { n: 250, fitted: false });
-    assert_eq!(at(1 << 20), Basis { n: 250, fitted: false });
+    assert_eq!(
+        at(10),
+        Basis {
+            n: 300,
+            fitted: true
+        }
+    );
+    assert_eq!(
+        at(100),
+        Basis {
+            n: 250,
+            fitted: false
+        }
+    );
+    assert_eq!(
+        at(30),
+        Basis {
+            n: 250,
+            fitted: false
+        }
+    );
+    assert_eq!(
+        at(1 << 20),
+        Basis {
+            n: 250,
+            fitted: false
+        }
+    );
 }

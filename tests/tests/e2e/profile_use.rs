@@ -24,6 +24,7 @@ pub(crate) fn point(function: &str, bytes: u64, role: Option<&str>, tmax_s: f64)
         hosts: 1,
         n: 200,
         n_invalid: 0,
+        n_preempted: 0,
         min_s: tmax_s * 0.5,
         median_s: tmax_s * 0.6,
         median_ci_s: None,
@@ -164,7 +165,9 @@ fn calibrated_profile_puts_the_late_senders_delay_into_recv_overhead() {
         );
         assert_eq!(e.bytes, 8);
         // What the report's significance test needs to allow for tmax's spread.
-        let basis = e.tmax_basis.unwrap_or_else(|| panic!("no tmax_basis on {e:?}"));
+        let basis = e
+            .tmax_basis
+            .unwrap_or_else(|| panic!("no tmax_basis on {e:?}"));
         let entry = loaded
             .entries
             .iter()
