@@ -514,7 +514,10 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
             .unwrap_or_else(|| "unknown".into()),
         m.alpha,
         m.min_calls
-            .map(|c| format!(", at least {c} calls needed"))
+            .map(|c| format!(
+                ", at least {c} call{} needed",
+                if c == 1 { "" } else { "s" }
+            ))
             .unwrap_or_default(),
         m.test
     );
