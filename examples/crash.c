@@ -6,6 +6,8 @@
  * usage: crash MODE [PIDFILE]
  *   abort      the last rank calls abort()                  (dies of SIGABRT)
  *   sigterm    the last rank raises SIGTERM itself          (dies of SIGTERM)
+ *   overflow   the last rank recurses without end           (dies of SIGSEGV,
+ *              with no stack left for a signal handler)
  *   wait PIDFILE  the last rank writes its pid to PIDFILE (written to
  *              PIDFILE.tmp, then renamed) and sleeps, so a test can send it,
  *              or mpirun, SIGTERM; after 60 s it gives up and ends normally.
@@ -19,6 +21,15 @@
 
 #define ROUNDS 3
 
+/* Recursion the compiler cannot turn into a loop: each frame keeps a live
+ * 1 KiB array and uses the callee's result. */
+static long deeper(long n)
+{
+    volatile char frame[1024];
+    frame[n % sizeof frame] = (char)n;
+    return deeper(n + 1) + frame[(n * 7) % sizeof frame];
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -26,8 +37,8 @@ int main(int argc, char **argv)
     long v, sum = 0;
 
     if (strcmp(mode, "abort") != 0 && strcmp(mode, "sigterm") != 0 &&
-        !(strcmp(mode, "wait") == 0 && argc > 2)) {
-        fprintf(stderr, "usage: crash abort|sigterm|wait PIDFILE\n");
+        strcmp(mode, "overflow") != 0 && !(strcmp(mode, "wait") == 0 && argc > 2)) {
+        fprintf(stderr, "usage: crash abort|sigterm|overflow|wait PIDFILE\n");
         return 2;
     }
     MPI_Init(&argc, &argv);
@@ -61,6 +72,8 @@ int main(int argc, char **argv)
             abort();
         } else if (strcmp(mode, "sigterm") == 0) {
             raise(SIGTERM);
+        } else if (strcmp(mode, "overflow") == 0) {
+            v = deeper(0);
         } else {
             char tmp[4096];
             FILE *f;

@@ -470,7 +470,54 @@ struct OldActions(std::cell::UnsafeCell<[libc::sigaction; 5]>);
 unsafe impl Sync for OldActions {}
 static OLD: OldActions = OldActions(std::cell::UnsafeCell::new(unsafe { std::mem::zeroed() }));
 
+/// Size of the alternate signal stack (virtual; pages are committed only as
+/// the handler touches them).
+const ALT_STACK_BYTES: usize = 4 << 20;
+
+/// An alternate signal stack for the thread that initializes MPI (normally
+/// the main thread), unless it has one already: a stack overflow raises
+/// SIGSEGV with no stack left to run a handler on, and without this the
+/// record of such a rank was lost. Mapped once, never freed (the handler may
+/// run until the process ends). Other threads keep the kernel's default; an
+/// application that installs its own alternate stack later replaces ours.
+fn install_alt_stack() {
+    // SAFETY: sigaltstack and mmap with valid pointers; the mapping is
+    // private to this call and handed to the kernel only when it succeeded.
+    unsafe {
+        let mut cur: libc::stack_t = std::mem::zeroed();
+        if libc::sigaltstack(std::ptr::null(), &mut cur) != 0
+            || cur.ss_flags & libc::SS_DISABLE == 0
+        {
+            return;
+        }
+        let page = 4096;
+        let base = libc::mmap(
+            std::ptr::null_mut(),
+            ALT_STACK_BYTES + page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
+            -1,
+            0,
+        );
+        if base == libc::MAP_FAILED {
+            return;
+        }
+        // Guard page below the stack: an overflow of the handler itself faults
+        // cleanly instead of writing into whatever lies below.
+        libc::mprotect(base, page, libc::PROT_NONE);
+        let ss = libc::stack_t {
+            ss_sp: (base as *mut u8).add(page) as *mut libc::c_void,
+            ss_flags: 0,
+            ss_size: ALT_STACK_BYTES,
+        };
+        if libc::sigaltstack(&ss, std::ptr::null_mut()) != 0 {
+            libc::munmap(base, ALT_STACK_BYTES + page);
+        }
+    }
+}
+
 fn install_exit_handlers() {
+    install_alt_stack();
     // SAFETY: plain libc calls with valid pointers.
     unsafe {
         libc::atexit(at_exit);

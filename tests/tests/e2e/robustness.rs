@@ -94,6 +94,23 @@ fn abort_leaves_readable_record_and_same_exit_status() {
     assert_crash_record(&record_of(&recs, np - 1, &run, &out), np, "SIGABRT");
 }
 
+/// Regression: a rank that overflowed its stack died of SIGSEGV with no stack
+/// left to run the tool's handler on, and left no record. The thread that
+/// initializes MPI now gets an alternate signal stack.
+#[test]
+fn stack_overflow_leaves_readable_record_and_same_exit_status() {
+    let dir = scratch("stack_overflow_leaves_readable_record_and_same_exit_status");
+    let run = dir.join("run");
+    let np = 2;
+    let out = same_as_unprofiled(
+        Job::new(np, "crash", &["overflow"], &dir),
+        Job::new(np, "crash", &["overflow"], &dir).profiled(&run),
+    );
+    assert_ne!(out.code(), Some(0), "{}", out.dump());
+    let recs = readable_records(&run, &out);
+    assert_crash_record(&record_of(&recs, np - 1, &run, &out), np, "SIGSEGV");
+}
+
 #[test]
 fn sigterm_raised_by_rank_leaves_record_and_same_exit_status() {
     let dir = scratch("sigterm_raised_by_rank_leaves_record_and_same_exit_status");
