@@ -1050,6 +1050,7 @@ fn finish(
                 exceed_fraction: has_tmax
                     .then(|| (acc.calls_over.get() / acc.calls_with_tmax as f64).clamp(0.0, 1.0)),
                 calls_over_tmax: has_tmax.then(|| acc.calls_over.get()),
+                expected_exceed_fraction: None,
                 calls_with_tmax: acc.calls_with_tmax,
                 out_of_range_calls: acc.out_of_range_calls,
                 share_of_mpi_time: overhead
@@ -1090,6 +1091,7 @@ fn finish(
         let k = (s.calls_over_tmax.unwrap_or(0.0).round() as u64).min(n);
         let p = null.p_value(k, n);
         s.p_value = Some(p);
+        s.expected_exceed_fraction = Some(null.expected_share());
         tested.push((i, p, null));
     }
     // The fewest calls any tested site needs (the least certain tmax decides).

@@ -113,6 +113,10 @@ pub struct SiteReport {
     pub tmax_s: Option<f64>,
     /// Share of the calls with a tmax that took longer than it.
     pub exceed_fraction: Option<f64>,
+    /// The share expected by chance, what `exceed_fraction` is tested
+    /// against: 1 - q_max, or more when tmax came from few calibration
+    /// samples (`signif::Null`); null when the site was not tested.
+    pub expected_exceed_fraction: Option<f64>,
     /// Estimated number of calls over tmax (from the histograms).
     pub calls_over_tmax: Option<f64>,
     /// Calls that had a tmax.

@@ -654,7 +654,11 @@ fn site_details(o: &mut String, c: &Ctx, n: usize) {
             count(s.calls),
             secs(s.time_s),
             s.overhead_s.map(secs).unwrap_or_else(|| "unknown".into()),
-            s.exceed_fraction.map(pct).unwrap_or_else(|| "-".into()),
+            match (s.exceed_fraction, s.expected_exceed_fraction) {
+                (Some(x), Some(e)) => format!("{} (chance: {})", pct(x), pct(e)),
+                (Some(x), None) => pct(x),
+                _ => "-".into(),
+            },
             esc(&s.significance),
             s.wait_state
                 .as_ref()
