@@ -7,9 +7,9 @@
 //! moment on its own synchronized clock, calls, and measures its own local
 //! duration. A window is invalid when a rank arrived after the start or (with
 //! no more ranks than cores) left its wait more than 1 us after it (started
-//! late) or the call ended after
-//! the window (overran); the flag vectors are reduced with MAX over the
-//! ranks, so one rank's problem invalidates the window for all, and every sample of an invalid window is dropped and
+//! late) or the call ended after the window (overran); the flag vectors are
+//! reduced with MAX over the ranks, so one rank's problem invalidates the
+//! window for all, and every sample of an invalid window is dropped and
 //! counted. When more than a quarter of a batch is invalid the window doubles
 //! (SKaMPI: `max(2 w, ...)`). If the first window of a batch starts late the
 //! lead time of the start broadcast doubles.
@@ -23,12 +23,12 @@
 //! work those samples are what the q_max quantile catches (tmax of an 8-byte
 //! call in milliseconds, and every overhead of a later run under-reported by
 //! that much). Growing the window does not help against them, so they do not
-//! count toward growth. When more than half of a batch's
-//! windows had a preempted rank, the host is oversubscribed or saturated and
-//! dropping would leave nothing: that batch's preempted windows are kept and
-//! counted (`preempted_kept`), and the profile entry says so. Not done when
-//! the ranks yield while waiting (more ranks than cores on the host): there
-//! every window is preempted by design.
+//! count toward growth. When more than half of a batch's windows had a
+//! preempted rank, the host is oversubscribed or saturated and dropping would
+//! leave nothing: that batch's preempted windows are kept and counted
+//! (`preempted_kept`), and the profile entry says so. Not done when the ranks
+//! yield while waiting (more ranks than cores on the host): there every
+//! window is preempted by design.
 //!
 //! `--sync barrier`: an `MPI_Barrier` before every call instead; nothing is
 //! flagged (the barrier's exit skew lands in the measurement, seed 001 §4).
