@@ -47,6 +47,8 @@ pub enum Kind {
     Allgatherv,
     Alltoall,
     Alltoallv,
+    /// Every peer's block as `MPI_BYTE` (the type arrays only name it p times).
+    Alltoallw,
     Barrier,
     Scan,
     Exscan,
@@ -81,6 +83,7 @@ pub const ALL: &[Kind] = &[
     Kind::Allgatherv,
     Kind::Alltoall,
     Kind::Alltoallv,
+    Kind::Alltoallw,
     Kind::Barrier,
     Kind::Scan,
     Kind::Exscan,
@@ -136,6 +139,7 @@ impl Kind {
             Kind::Allgatherv => "MPI_Allgatherv",
             Kind::Alltoall => "MPI_Alltoall",
             Kind::Alltoallv => "MPI_Alltoallv",
+            Kind::Alltoallw => "MPI_Alltoallw",
             Kind::Barrier => "MPI_Barrier",
             Kind::Scan => "MPI_Scan",
             Kind::Exscan => "MPI_Exscan",
@@ -229,6 +233,8 @@ pub struct Bufs {
     recv: Vec<u8>,
     counts: Vec<c_int>,
     displs: Vec<c_int>,
+    /// `MPI_BYTE` once per peer (Alltoallw).
+    types: Vec<ffi::MPI_Datatype>,
     bytes: c_int,
     p: c_int,
 }
@@ -243,7 +249,7 @@ impl Bufs {
             Kind::Reduce | Kind::Allreduce | Kind::Scan | Kind::Exscan => (b, b),
             Kind::Gather | Kind::Gatherv | Kind::Allgather | Kind::Allgatherv => (b, b * pp),
             Kind::Scatter | Kind::Scatterv => (b * pp, b),
-            Kind::Alltoall | Kind::Alltoallv => (b * pp, b * pp),
+            Kind::Alltoall | Kind::Alltoallv | Kind::Alltoallw => (b * pp, b * pp),
             Kind::Barrier => (0, 0),
             Kind::ReduceScatter | Kind::ReduceScatterBlock => (b * pp, b),
         };
@@ -255,6 +261,11 @@ impl Bufs {
             recv,
             counts: vec![bytes as c_int; pp],
             displs: (0..pp).map(|i| (i * b) as c_int).collect(),
+            types: if kind == Kind::Alltoallw {
+                vec![c::byte(); pp]
+            } else {
+                Vec::new()
+            },
             bytes: bytes as c_int,
             p: p as c_int,
         }
@@ -396,6 +407,21 @@ pub fn run_window(
                 b.counts.as_ptr(),
                 b.displs.as_ptr(),
                 byte,
+                comm
+            )
+        ),
+        // Displacements of Alltoallw are in bytes: those of MPI_BYTE blocks.
+        Kind::Alltoallw => timed!(
+            0,
+            ffi::PMPI_Alltoallw(
+                sp,
+                b.counts.as_ptr(),
+                b.displs.as_ptr(),
+                b.types.as_ptr(),
+                rp,
+                b.counts.as_ptr(),
+                b.displs.as_ptr(),
+                b.types.as_ptr(),
                 comm
             )
         ),

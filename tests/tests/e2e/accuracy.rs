@@ -27,8 +27,9 @@ pub const NP: u32 = 2;
 
 /// A profile of this machine: `mpirun -np 2 mpiover-calibrate --quick` for
 /// the functions and sizes the examples use (8-byte and 0-byte messages, 1 MiB
-/// rendezvous messages, `MPI_Allreduce` of 8 bytes, `MPI_Barrier`). About a
-/// second; made once per test binary and shared.
+/// rendezvous messages, `MPI_Allreduce` of 8 bytes, `MPI_Barrier`,
+/// `MPI_Alltoallw` of 8-byte blocks). About a second; made once per test
+/// binary and shared.
 ///
 /// A calibration measured while other processes compete for the two cores
 /// is not a profile of this machine in the method's sense (ideal
@@ -51,7 +52,7 @@ pub fn calibrated_profile() -> &'static Path {
                     "--quick",
                     "--quiet",
                     "--functions",
-                    "MPI_Send,MPI_Recv,MPI_Allreduce,MPI_Barrier",
+                    "MPI_Send,MPI_Recv,MPI_Allreduce,MPI_Barrier,MPI_Alltoallw",
                     "--sizes",
                     "1,8,1Mi",
                     "-o",

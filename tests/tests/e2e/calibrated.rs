@@ -6,6 +6,8 @@
 //!   delay the sender injected as overhead.
 //! - The clean ping-pong's overhead is below 1 % of its MPI time, and none of
 //!   its receive sites is significant.
+//! - An imbalanced `MPI_Alltoallw` (calibrated like every other collective)
+//!   carries the fast rank's wait as overhead, Wait at NxN, late rank named.
 
 use serde_json::Value;
 
@@ -104,4 +106,42 @@ fn calibrated_clean_pingpong_has_overhead_below_1_percent_of_its_mpi_time() {
         100.0 * o / t,
         t * 1e3
     );
+}
+
+/// Regression: `MPI_Alltoallw` was recorded but never calibrated, so its calls
+/// had no tmax and the report could say nothing about their overhead.
+#[test]
+fn calibrated_alltoallw_wait_is_overhead_with_its_late_rank() {
+    let r = record(
+        "calibrated_alltoallw",
+        NP,
+        "alltoallw",
+        &["8", "20"],
+        calibrated_profile(),
+    );
+    let context = context(&r);
+    let last = NP - 1;
+    // The fast rank waits for what the last rank slept more than it did.
+    let waited = injected_s(&r.out, "alltoallw", last) - injected_s(&r.out, "alltoallw", 0);
+    let line = marker("alltoallw.c", "alltoallw-exchange");
+    let s = site_at(&r.report, "alltoallw.c", line, "MPI_Alltoallw")
+        .unwrap_or_else(|| panic!("no MPI_Alltoallw site at alltoallw.c:{line}\n{context}"));
+    assert_eq!(
+        s["calls_with_tmax"], s["calls"],
+        "calls without tmax\n{s:#}\n{context}"
+    );
+    let overhead = s["overhead_s"].as_f64().unwrap_or(0.0);
+    assert!(
+        overhead >= 0.85 * waited && overhead <= 1.15 * waited,
+        "overhead at alltoallw.c:{line}: {:.3} ms, the fast rank waited {:.3} ms\n{context}",
+        overhead * 1e3,
+        waited * 1e3
+    );
+    assert_eq!(s["wait_state"], "Wait at NxN", "{context}");
+    assert_eq!(
+        s["late_ranks"].get(0).and_then(Value::as_u64),
+        Some(u64::from(last)),
+        "{s:#}\n{context}"
+    );
+    assert_eq!(s["significant"], true, "{context}");
 }

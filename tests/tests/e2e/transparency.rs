@@ -58,3 +58,4 @@ transparent!(transparency_wavefront, 3, "wavefront", []);
 transparent!(transparency_datatypes, 4, "datatypes", []);
 transparent!(transparency_datatypes_2_ranks, 2, "datatypes", []);
 transparent!(transparency_pingpong, 2, "pingpong", []);
+transparent!(transparency_alltoallw, 3, "alltoallw", ["4", "5", "1"]);
