@@ -35,11 +35,20 @@ use crate::tmax::{Tmax, TmaxSource};
 /// switches at 4 KiB: pass `--eager-limit 4096` for single-node Open MPI runs).
 pub const DEFAULT_RENDEZVOUS_BYTES: u64 = 64 * 1024;
 
+/// Default of [`Options::min_share`]: 0.1 % of the MPI time.
+pub const DEFAULT_MIN_SHARE: f64 = 0.001;
+
 /// How a report is computed.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// False discovery rate of the significance test.
     pub alpha: f64,
+    /// Smallest overhead, as a share of the run's MPI time (all ranks), with
+    /// which a statistically significant site is flagged; below it the site
+    /// is "negligible". With thousands of calls the test detects shifts of a
+    /// few nanoseconds per call between calibration and run (another cache
+    /// state, another clock frequency): real, and not worth anyone's time.
+    pub min_share: f64,
     /// Sends of at least this many bytes are rendezvous sends.
     pub eager_limit: Option<u64>,
     /// Worker threads for parsing (0: one per core).
@@ -54,6 +63,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             alpha: 0.05,
+            min_share: DEFAULT_MIN_SHARE,
             eager_limit: None,
             threads: 0,
             detail_sites: 20,
@@ -1104,9 +1114,15 @@ fn finish(
         s.q_value = Some(q);
         let expected = s.calls_with_tmax as f64 * null.expected_share();
         let over = s.calls_over_tmax.unwrap_or(0.0);
-        if q <= opts.alpha && over > expected {
+        let material = s.overhead_s.unwrap_or(0.0) >= opts.min_share * mpi_time;
+        if q <= opts.alpha && over > expected && material {
             s.significant = true;
             s.significance = "significant".into();
+        } else if q <= opts.alpha && over > expected {
+            s.significance = "negligible".into();
+            s.late_ranks.clear();
+            s.late_ranks_s.clear();
+            s.late_basis = None;
         } else {
             s.significance = if s.calls_with_tmax < null.min_calls(opts.alpha) {
                 "too few calls"
@@ -1327,6 +1343,7 @@ fn finish(
                    Benjamini-Hochberg across sites at false discovery rate alpha"
                 .into(),
             min_calls,
+            min_share: opts.min_share,
             rendezvous_bytes: rdv,
             rendezvous_source: rdv_source.into(),
             lookups,
@@ -1557,6 +1574,48 @@ mod tests {
         assert_eq!(p.source, "record");
         assert_eq!(p.matched, Some(true));
         assert_eq!(r.methods.q_max, Some(0.9));
+    }
+
+    /// A significant site whose overhead is a small share of the MPI time is
+    /// "negligible", not flagged; with `min_share` 0 the test alone decides.
+    #[test]
+    fn small_significant_sites_are_negligible() {
+        let records = synth::fixture_run(true);
+        let base = report(&records, None);
+        let mpi = base.summary.mpi_time_s;
+        let flagged: Vec<&SiteReport> = base.sites.iter().filter(|s| s.significant).collect();
+        assert!(flagged.len() >= 2, "{}", flagged.len());
+        // A threshold between the smallest and the largest flagged overhead.
+        let (lo, hi) = flagged.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), s| {
+            let o = s.overhead_s.unwrap();
+            (lo.min(o), hi.max(o))
+        });
+        let min_share = (lo + hi) / 2.0 / mpi;
+        let opts = Options {
+            min_share,
+            ..Options::default()
+        };
+        let r = analyze_records("run", &records, summary_of(&records), None, &opts);
+        assert_eq!(r.methods.min_share, min_share);
+        for s in &flagged {
+            let t = site(&r, &s.location, &s.mpi_function);
+            let big = s.overhead_s.unwrap() >= min_share * mpi;
+            assert_eq!(t.significant, big, "{}", s.location);
+            if big {
+                assert_eq!(t.late_ranks, s.late_ranks);
+            } else {
+                assert_eq!(t.significance, "negligible");
+                assert!(t.late_ranks.is_empty(), "{}", s.location);
+                assert_eq!(t.p_value, s.p_value, "the test itself is unchanged");
+            }
+        }
+        let zero = Options {
+            min_share: 0.0,
+            ..Options::default()
+        };
+        let z = analyze_records("run", &records, summary_of(&records), None, &zero);
+        let flagged_zero = z.sites.iter().filter(|s| s.significant).count();
+        assert!(flagged_zero >= flagged.len());
     }
 
     #[test]

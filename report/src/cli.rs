@@ -29,6 +29,11 @@ pub struct AnalysisArgs {
     /// False discovery rate of the significance test (Benjamini-Hochberg).
     #[arg(long, default_value_t = 0.05, value_name = "ALPHA")]
     pub alpha: f64,
+    /// Smallest overhead, as a share of the run's MPI time, with which a
+    /// statistically significant site is flagged (else "negligible"); 0 flags
+    /// on the test alone.
+    #[arg(long, default_value_t = crate::analysis::DEFAULT_MIN_SHARE, value_name = "FRACTION")]
+    pub min_share: f64,
     /// Sends of at least this many bytes are rendezvous sends (Late Receiver).
     /// Default: the profile's, else 65536.
     #[arg(long, value_name = "BYTES")]
@@ -87,6 +92,12 @@ impl AnalysisArgs {
         if !(self.alpha > 0.0 && self.alpha < 1.0) {
             anyhow::bail!("--alpha must be between 0 and 1 (got {})", self.alpha);
         }
+        if !(self.min_share >= 0.0 && self.min_share < 1.0) {
+            anyhow::bail!(
+                "--min-share must be at least 0 and below 1 (got {})",
+                self.min_share
+            );
+        }
         if let Some(q) = self.q_max {
             if !(q > 0.0 && q < 1.0) {
                 anyhow::bail!("--q must be between 0 and 1 (got {q}); 0.8 <= q < 1 is reasonable");
@@ -111,6 +122,7 @@ impl AnalysisArgs {
     fn options(&self, detail_sites: usize, read_sources: bool) -> Options {
         Options {
             alpha: self.alpha,
+            min_share: self.min_share,
             eager_limit: self.eager_limit,
             threads: self.threads,
             detail_sites,

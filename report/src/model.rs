@@ -213,6 +213,9 @@ pub struct Methods {
     pub test: String,
     /// Fewest calls with which a site can be significant at all.
     pub min_calls: Option<u64>,
+    /// Smallest overhead, as a share of the run's MPI time, of a flagged
+    /// site; statistically significant sites below it are "negligible".
+    pub min_share: f64,
     /// Sends of at least this many bytes are taken as rendezvous sends
     /// (Late Receiver); `MPI_Ssend` always, `MPI_Bsend` never.
     pub rendezvous_bytes: u64,

@@ -186,6 +186,10 @@ fn bad_options() {
     assert_error(&mpiover(&["report", ds, "--q", "0.9"]), &["--profile"]);
     assert_error(&mpiover(&["report", ds, "--alpha", "2"]), &["--alpha"]);
     assert_error(
+        &mpiover(&["report", ds, "--min-share", "1.5"]),
+        &["--min-share"],
+    );
+    assert_error(
         &mpiover(&["report", ds, "--profile", "/nonexistent/profile.json"]),
         &["/nonexistent/profile.json"],
     );

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::{short_paths, ExportOptions};
+use super::{negligible, short_paths, ExportOptions};
 use crate::model::{Dist, Report, SiteReport};
 use crate::units::{bytes, count, pct, secs};
 
@@ -795,7 +795,7 @@ fn methods(o: &mut String, c: &Ctx) {
     item(
         "Significance",
         format!(
-            "q_max {}, alpha {}{}: {}",
+            "q_max {}, alpha {}{}: {}{}",
             m.q_max
                 .map(|q| q.to_string())
                 .unwrap_or_else(|| "unknown".into()),
@@ -806,7 +806,8 @@ fn methods(o: &mut String, c: &Ctx) {
                     if c == 1 { "" } else { "s" }
                 ))
                 .unwrap_or_default(),
-            m.test
+            m.test,
+            negligible(m.min_share)
         ),
     );
     item(

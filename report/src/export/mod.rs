@@ -78,6 +78,18 @@ pub fn short_paths<'a>(
     out
 }
 
+/// The methods line's note on the materiality threshold of significance.
+pub(crate) fn negligible(min_share: f64) -> String {
+    if min_share > 0.0 {
+        format!(
+            "; a significant site with overhead below {} of the MPI time is marked negligible",
+            crate::units::pct(min_share)
+        )
+    } else {
+        String::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

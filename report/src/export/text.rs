@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{short_paths, ExportOptions};
+use super::{negligible, short_paths, ExportOptions};
 use crate::model::{Report, SiteReport};
 use crate::units::{bytes, count, pct, secs};
 
@@ -508,7 +508,7 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     );
     let _ = writeln!(
         o,
-        "  Significance q_max {}, alpha {}{}: {}",
+        "  Significance q_max {}, alpha {}{}: {}{}",
         m.q_max
             .map(|q| q.to_string())
             .unwrap_or_else(|| "unknown".into()),
@@ -519,7 +519,8 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
                 if c == 1 { "" } else { "s" }
             ))
             .unwrap_or_default(),
-        m.test
+        m.test,
+        negligible(m.min_share)
     );
     let _ = writeln!(
         o,

@@ -486,17 +486,19 @@ fn accuracy_wait_states_and_late_ranks_are_named() {
 fn accuracy_clean_sites_are_not_significant() {
     let r = accuracy_run();
     let context = context(r);
-    // The ping-pong's receives and the Allreduce (about 0.3-0.6 us a call).
-    // Their calls over tmax are 0.2-1 % on an idle machine; the CI run that
-    // flagged the receive at 1.6 % is why the test allows for tmax's own
-    // spread (beta-binomial null, `signif::Null`). Not its eager 8-byte
-    // sends: they take 60-120 ns, a few timer ticks, their tmax is 130-300 ns
-    // depending on the calibration run, and the send right after a receive in
-    // a ping-pong is some 50 ns slower than the calibration's send at the
-    // start of a window: in about one run in six 15-20 % of those sends
-    // exceed tmax, a real (if tiny: 0.1 ms in all) difference from the
-    // calibration, and the site is rightly flagged.
+    // The ping-pong's sends and receives and the Allreduce (60 ns to 0.6 us
+    // a call). Two CI runs shaped what "clean" is checked against:
+    // - a receive with 1.6 % of its calls over tmax was flagged against an
+    //   exact 1 %: the null now allows for tmax's own spread (beta-binomial,
+    //   `signif::Null`);
+    // - a receive with 8.5 % over tmax (a shift of some 50 ns a call between
+    //   the calibration and this run, 0.1 ms in all, 0.01 % of the MPI time)
+    //   was significant by the test and meaningless to a user: a site is now
+    //   flagged only with at least 0.1 % of the MPI time as overhead, else it
+    //   is "negligible". The eager sends (in about one run in six 15-20 % of
+    //   them exceed a 130-300 ns tmax) are checked again for the same reason.
     for (tag, mpi) in [
+        ("accuracy-clean-send", "MPI_Send"),
         ("accuracy-clean-recv", "MPI_Recv"),
         ("accuracy-clean-allreduce", "MPI_Allreduce"),
     ] {
@@ -515,9 +517,18 @@ fn accuracy_clean_sites_are_not_significant() {
             s["significant"], false,
             "{tag}: a clean site flagged\n{s:#}\n{context}"
         );
-        assert_eq!(
-            s["significance"], "not significant",
+        assert!(
+            s["significance"] == "not significant" || s["significance"] == "negligible",
             "{tag}\n{s:#}\n{context}"
+        );
+        let share = s["overhead_s"].as_f64().unwrap_or(0.0)
+            / r.report["summary"]["mpi_time_s"]
+                .as_f64()
+                .unwrap_or(f64::INFINITY);
+        assert!(
+            share < 0.001,
+            "{tag}: a clean site holds {:.3} % of the MPI time as overhead\n{s:#}\n{context}",
+            share * 100.0
         );
     }
 }
