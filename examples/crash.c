@@ -6,6 +6,8 @@
  * usage: crash MODE [PIDFILE]
  *   abort      the last rank calls abort()                  (dies of SIGABRT)
  *   sigterm    the last rank raises SIGTERM itself          (dies of SIGTERM)
+ *   sigint     the last rank raises SIGINT itself           (dies of SIGINT)
+ *   sigbus     the last rank raises SIGBUS itself           (dies of SIGBUS)
  *   overflow   the last rank recurses without end           (dies of SIGSEGV,
  *              with no stack left for a signal handler)
  *   wait PIDFILE  the last rank writes its pid to PIDFILE (written to
@@ -37,8 +39,9 @@ int main(int argc, char **argv)
     long v, sum = 0;
 
     if (strcmp(mode, "abort") != 0 && strcmp(mode, "sigterm") != 0 &&
+        strcmp(mode, "sigint") != 0 && strcmp(mode, "sigbus") != 0 &&
         strcmp(mode, "overflow") != 0 && !(strcmp(mode, "wait") == 0 && argc > 2)) {
-        fprintf(stderr, "usage: crash abort|sigterm|overflow|wait PIDFILE\n");
+        fprintf(stderr, "usage: crash abort|sigterm|sigint|sigbus|overflow|wait PIDFILE\n");
         return 2;
     }
     MPI_Init(&argc, &argv);
@@ -72,6 +75,10 @@ int main(int argc, char **argv)
             abort();
         } else if (strcmp(mode, "sigterm") == 0) {
             raise(SIGTERM);
+        } else if (strcmp(mode, "sigint") == 0) {
+            raise(SIGINT);
+        } else if (strcmp(mode, "sigbus") == 0) {
+            raise(SIGBUS);
         } else if (strcmp(mode, "overflow") == 0) {
             v = deeper(0);
         } else {

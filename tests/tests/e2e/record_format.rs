@@ -171,3 +171,64 @@ fn tool_cost_per_call_is_measured() {
         );
     }
 }
+
+/// Bounded aggregation (issue 2 item 6) under a real run: with a cap of two
+/// keys per thread the datatypes example's many (site, function, p, bytes,
+/// peer) keys fold into `other`; no call is lost (the entries' counts add up
+/// to the uncapped run's), the fold is counted, and the report shows it.
+#[test]
+fn capped_keys_fold_into_other_without_losing_calls() {
+    let capped = profile_env(
+        "capped_keys_fold_into_other_without_losing_calls",
+        4,
+        "datatypes",
+        &[],
+        &[("MPIOVER_MAX_KEYS", "2")],
+    );
+    let full = datatypes_run();
+    for r in &capped.records {
+        let uncapped = full
+            .records
+            .iter()
+            .find(|u| u.rank == r.rank)
+            .expect("same ranks in both runs");
+        let distinct = r.entries.iter().filter(|e| e.function != "other").count();
+        assert!(
+            distinct <= 2,
+            "rank {}: {distinct} keys kept under MPIOVER_MAX_KEYS=2\n{}",
+            r.rank,
+            dump_sites(r)
+        );
+        let calls = |rec: &Record| rec.entries.iter().map(|e| e.count).sum::<u64>();
+        assert_eq!(
+            calls(r),
+            calls(uncapped),
+            "rank {}: calls in entries, capped vs uncapped",
+            r.rank
+        );
+        let other: u64 = r
+            .entries
+            .iter()
+            .filter(|e| e.function == "other")
+            .map(|e| e.count)
+            .sum();
+        assert!(
+            r.folded.keys > 0 && r.folded.calls == other && other > 0,
+            "rank {}: folded {:?}, calls in `other` entries {other}",
+            r.rank,
+            r.folded
+        );
+    }
+    let rep = std::process::Command::new(mpiover_bin())
+        .arg("report")
+        .arg(&capped.dir)
+        .env_remove("LD_PRELOAD")
+        .output()
+        .expect("running mpiover report");
+    let text = String::from_utf8_lossy(&rep.stdout);
+    assert!(
+        rep.status.success() && text.contains("(folded keys)"),
+        "report of a capped run must show the folded keys\n{text}\n{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+}

@@ -125,6 +125,33 @@ fn sigterm_raised_by_rank_leaves_record_and_same_exit_status() {
     assert_crash_record(&record_of(&recs, np - 1, &run, &out), np, "SIGTERM");
 }
 
+/// SIGINT (a user's Ctrl-C reaching one rank) and SIGBUS (a bad mapped-file
+/// access) are in the list of signals the record survives; each is raised by
+/// the last rank itself so that the test does not depend on mpirun's own
+/// signal forwarding.
+#[test]
+fn sigint_raised_by_rank_leaves_record_and_same_exit_status() {
+    raised_signal_leaves_record("sigint", "SIGINT");
+}
+
+#[test]
+fn sigbus_raised_by_rank_leaves_record_and_same_exit_status() {
+    raised_signal_leaves_record("sigbus", "SIGBUS");
+}
+
+fn raised_signal_leaves_record(mode: &str, signal: &str) {
+    let dir = scratch(&format!("{mode}_raised_by_rank_leaves_record"));
+    let run = dir.join("run");
+    let np = 2;
+    let out = same_as_unprofiled(
+        Job::new(np, "crash", &[mode], &dir),
+        Job::new(np, "crash", &[mode], &dir).profiled(&run),
+    );
+    assert_ne!(out.code(), Some(0), "{}", out.dump());
+    let recs = readable_records(&run, &out);
+    assert_crash_record(&record_of(&recs, np - 1, &run, &out), np, signal);
+}
+
 /// Runs `crash wait PIDFILE`; once the last rank has written its pid, sends
 /// SIGTERM to that rank (`to_mpirun == false`) or to mpirun itself.
 fn run_wait_and_term(job: Job, pidfile: &Path, to_mpirun: bool) -> (Outcome, Result<(), String>) {
