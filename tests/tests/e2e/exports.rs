@@ -94,3 +94,45 @@ fn every_header_function_is_wrapped() {
         missing
     );
 }
+
+/// Issue 2 item 1: the report side builds where no MPI is installed. It does
+/// so only as long as neither it nor what it depends on pulls in the MPI
+/// bindings (whose build script probes for an MPI library and fails without
+/// one), so the dependency tree is checked.
+#[test]
+fn report_side_depends_on_no_mpi_crate() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(&cargo)
+        .current_dir(workspace_root())
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            "mpiover-report",
+            "-e",
+            "normal,build",
+            "--prefix",
+            "none",
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("running {cargo} tree: {e}"));
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && tree.contains("mpiover-common"),
+        "cargo tree failed\n{tree}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mpi: Vec<&str> = tree
+        .lines()
+        .filter(|l| {
+            l.starts_with("mpiover-mpisys")
+                || l.starts_with("mpiover-interpose")
+                || l.starts_with("mpi-sys")
+                || l.starts_with("bindgen")
+        })
+        .collect();
+    assert!(
+        mpi.is_empty(),
+        "mpiover-report depends on MPI crates: {mpi:?}"
+    );
+}
