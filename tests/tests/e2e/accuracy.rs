@@ -532,3 +532,84 @@ fn accuracy_clean_sites_are_not_significant() {
         );
     }
 }
+
+/// On two ranks the only possible late rank is "the other one", so the checks
+/// above cannot catch a late rank named wrongly. On four ranks (two late
+/// sender pairs, and one rank late to an Allreduce) they can: each waiting
+/// rank must name its own partner, never the other pair's, and the Allreduce
+/// must name the last rank, the one that slept. Four ranks oversubscribe the
+/// two cores, but the injected 20-30 ms sleeps dwarf the scheduling noise.
+#[test]
+fn late_ranks_among_four_ranks_name_the_rank_that_slept() {
+    let prof = calibrated_profile();
+    let np = 4;
+    let ls = record(
+        "late_ranks_four_late_sender",
+        np,
+        "late_sender",
+        &["5", "20"],
+        prof,
+    );
+    let ctx = format!("{}\n{}", describe_sites(&ls.report), ls.out.dump());
+    let line = marker("late_sender.c", "late-sender-recv");
+    let s = site_at(&ls.report, "late_sender.c", line, "MPI_Recv")
+        .unwrap_or_else(|| panic!("no MPI_Recv site at late_sender.c:{line}\n{ctx}"));
+    assert_eq!(s["wait_state"], "Late Sender", "{s:#}\n{ctx}");
+    let mut late: Vec<u64> = s["late_ranks"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default();
+    late.sort_unstable();
+    assert_eq!(
+        late,
+        vec![1, 3],
+        "the two late senders, and only them\n{s:#}\n{ctx}"
+    );
+    // Who waited on whom: rank 0 on 1 and rank 2 on 3, nothing across pairs.
+    let cells = ls.report["wait_matrix"]["cells"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let waited = |w: u64, p: u64| {
+        cells
+            .iter()
+            .filter(|c| c["waiter"].as_u64() == Some(w) && c["peer"].as_u64() == Some(p))
+            .map(|c| c["value_s"].as_f64().unwrap_or(0.0))
+            .sum::<f64>()
+    };
+    for (w, p) in [(0, 1), (2, 3)] {
+        let injected = injected_s(&ls.out, "late_sender", p as u32);
+        assert_close(
+            &format!("wait matrix: rank {w} waiting on rank {p}"),
+            waited(w, p),
+            injected,
+            0.10,
+            &ctx,
+        );
+    }
+    for (w, p) in [(0, 3), (2, 1)] {
+        assert!(
+            waited(w, p) < 1e-3,
+            "rank {w} never receives from rank {p}, yet waited {} s on it\n{ctx}",
+            waited(w, p)
+        );
+    }
+
+    let ar = record(
+        "late_ranks_four_allreduce",
+        np,
+        "imbalanced_allreduce",
+        &["5", "30", "2"],
+        prof,
+    );
+    let ctx = format!("{}\n{}", describe_sites(&ar.report), ar.out.dump());
+    let line = marker("imbalanced_allreduce.c", "imbalanced-allreduce");
+    let s = site_at(&ar.report, "imbalanced_allreduce.c", line, "MPI_Allreduce")
+        .unwrap_or_else(|| panic!("no MPI_Allreduce site at imbalanced_allreduce.c:{line}\n{ctx}"));
+    assert_eq!(s["wait_state"], "Wait at NxN", "{s:#}\n{ctx}");
+    assert_eq!(
+        s["late_ranks"].get(0).and_then(Value::as_u64),
+        Some(u64::from(np - 1)),
+        "the last rank slept 30 ms more before every Allreduce\n{s:#}\n{ctx}"
+    );
+}
