@@ -218,6 +218,57 @@ impl Model {
         }
     }
 
+    /// The q quantile of the class index on a continuous scale: x_q with F(x_q) = q, where F
+    /// extends the model's CDF P(K <= k) to real x, so that the class quantile
+    /// [`Model::class_quantile`] is ceil(x_q) (up to rounding) and x_q moves smoothly with lambda.
+    ///
+    /// * Poisson: F(x) = Q(x + 1, lambda), the regularized upper incomplete gamma function, which
+    ///   equals P(K <= k) at every integer x = k and increases continuously in x > -1; solved
+    ///   by bisection on (-1, lambda + 40 sqrt(lambda) + 60].
+    /// * Exponential: F(x) = 1 - rho^(x + 1), so x_q = -ln(1 - q) / (lambda w) - 1.
+    ///
+    /// [`crate::stopping`] judges stability on this value because the class quantile of the
+    /// Poisson model is a step function of lambda: it can stay put while lambda drifts towards
+    /// the next step.
+    pub fn class_quantile_continuous(&self, q: QMax) -> f64 {
+        let q = q.get();
+        match *self {
+            Model::Poisson { lambda } => {
+                // checked_: no panic path even if a bracket end were out of the domain; an
+                // invalid evaluation counts as "below q", which only moves the bisection up.
+                let cdf = |x: f64| {
+                    statrs::function::gamma::checked_gamma_lr(x + 1.0, lambda)
+                        .map_or(0.0, |p| 1.0 - p)
+                };
+                let (mut lo, mut hi) = (-1.0f64, lambda + 40.0 * lambda.sqrt() + 60.0);
+                // 80 halvings bring a bracket of up to ~1e13 classes below 1e-10 classes.
+                for _ in 0..80 {
+                    let mid = 0.5 * (lo + hi);
+                    if cdf(mid) >= q {
+                        hi = mid;
+                    } else {
+                        lo = mid;
+                    }
+                }
+                hi
+            }
+            Model::Exponential { lambda, width_s } => -(-q).ln_1p() / (lambda * width_s) - 1.0,
+        }
+    }
+
+    /// terr,max computed from [`Model::class_quantile_continuous`] instead of the class
+    /// quantile: equal to [`Model::terr_max_s`] for the exponential, and for Poisson equal to it
+    /// whenever x_q is a whole class, otherwise up to one class below it.
+    pub fn terr_max_continuous_s(&self, q: QMax, width_s: f64, resolution_s: f64) -> f64 {
+        match *self {
+            Model::Poisson { .. } => {
+                let x = self.class_quantile_continuous(q);
+                ((x + 1.0) * width_s - resolution_s.min(width_s)).max(0.0)
+            }
+            Model::Exponential { .. } => self.terr_max_s(q, width_s, resolution_s),
+        }
+    }
+
     /// terr,max = the q quantile of the error in seconds (see the module docs), for bins of
     /// `width_s` on a timer of `resolution_s`.
     pub fn terr_max_s(&self, q: QMax, width_s: f64, resolution_s: f64) -> f64 {
@@ -325,6 +376,51 @@ mod tests {
         };
         assert_eq!(e.class_quantile(q), 6);
         assert_eq!(e.class_quantile(QMax::new(0.875).unwrap()), 2); // exactly 1 - 2^-3
+    }
+
+    /// The continuous quantile is the class quantile before rounding up, and it is continuous
+    /// in lambda where the class quantile jumps.
+    #[test]
+    fn continuous_class_quantile() {
+        let q = QMax::new(0.99).unwrap();
+        for lambda in [0.05, 0.3, 1.0, 1.7, 2.0, 2.3, 5.0, 40.0, 1e4] {
+            let m = Model::Poisson { lambda };
+            let x = m.class_quantile_continuous(q);
+            let k = m.class_quantile(q);
+            // ceil(x) = k_q, with a little room for the bisection's last digits.
+            assert!(
+                x <= k as f64 + 1e-9 && x > k as f64 - 1.0,
+                "lambda {lambda}: x {x} k {k}"
+            );
+            // At x the extended CDF equals q.
+            let f = 1.0 - gamma_lr(x + 1.0, lambda);
+            assert!((f - q.get()).abs() < 1e-9, "lambda {lambda}: F(x) = {f}");
+        }
+        // Across the jump of k_q from 5 to 6 (near lambda = 1.79) x_q moves by a sliver.
+        let (a, b) = (
+            Model::Poisson { lambda: 1.780 },
+            Model::Poisson { lambda: 1.790 },
+        );
+        assert_eq!((a.class_quantile(q), b.class_quantile(q)), (5, 6));
+        let dx = b.class_quantile_continuous(q) - a.class_quantile_continuous(q);
+        assert!(dx > 0.0 && dx < 0.05, "{dx}");
+        // Poisson: at an integer x the continuous terr,max is the class one.
+        let r = 1e-9;
+        let m = Model::Poisson { lambda: 2.0 };
+        let x = m.class_quantile_continuous(q);
+        assert!((m.terr_max_continuous_s(q, r, r) - x * r).abs() < 1e-21);
+        assert!(m.terr_max_continuous_s(q, r, r) <= m.terr_max_s(q, r, r));
+        // Exponential with rho = 1/2: x = ln(100)/ln(2) - 1; terr,max unchanged.
+        let e = Model::Exponential {
+            lambda: std::f64::consts::LN_2,
+            width_s: 1.0,
+        };
+        let want = 100f64.ln() / std::f64::consts::LN_2 - 1.0;
+        assert!((e.class_quantile_continuous(q) - want).abs() < 1e-12);
+        assert_eq!(
+            e.terr_max_continuous_s(q, 1.0, 0.1),
+            e.terr_max_s(q, 1.0, 0.1)
+        );
     }
 
     #[test]
