@@ -56,13 +56,33 @@ fn header_functions() -> BTreeSet<String> {
     mpi.intersection(&pmpi).cloned().collect()
 }
 
-fn exported() -> BTreeSet<String> {
-    let out = Command::new("nm")
-        .args(["-D", "--defined-only"])
+/// The MPI C library the interposer is linked against (`libmpi.so.40`,
+/// `libmpich.so.12`), from `ldd`.
+fn linked_mpi_library() -> String {
+    let out = Command::new("ldd")
         .arg(lib())
         .output()
+        .expect("running ldd");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split("=>").nth(1))
+        .filter_map(|r| r.split_whitespace().next())
+        .find(|p| p.contains("/libmpi.so") || p.contains("/libmpich.so"))
+        .unwrap_or_else(|| panic!("{} is not linked to libmpi or libmpich", lib().display()))
+        .to_string()
+}
+
+fn exported() -> BTreeSet<String> {
+    defined_symbols(&lib().to_string_lossy())
+}
+
+fn defined_symbols(path: &str) -> BTreeSet<String> {
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(path)
+        .output()
         .expect("running nm");
-    assert!(out.status.success(), "nm -D {} failed", lib().display());
+    assert!(out.status.success(), "nm -D {path} failed");
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.split_whitespace().nth(2))
@@ -80,6 +100,23 @@ fn every_header_function_is_wrapped() {
         "only {} MPI_/PMPI_ pairs found in mpi.h",
         header.len()
     );
+    // MPICH's header also declares the Fortran-08 status conversions
+    // (`MPI_Status_c2f08`, ...), which live in libmpichfort or nowhere: a
+    // wrapper could not bind its PMPI twin in a C program, so only what the C
+    // library defines is required.
+    let libmpi = linked_mpi_library();
+    let in_lib = defined_symbols(&libmpi);
+    let (header, elsewhere): (BTreeSet<String>, BTreeSet<String>) = header
+        .into_iter()
+        .partition(|n| in_lib.contains(&format!("PMPI_{n}")));
+    assert!(
+        elsewhere.len() < 10,
+        "{} header functions have no PMPI_ symbol in {libmpi}: {elsewhere:?}",
+        elsewhere.len()
+    );
+    if !elsewhere.is_empty() {
+        eprintln!("not in {libmpi}, so not required: {elsewhere:?}");
+    }
     let syms = exported();
     let missing: Vec<&String> = header
         .iter()
