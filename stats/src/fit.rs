@@ -14,14 +14,19 @@
 //!    exponential ([`crate::model`] explains both).
 //! 7. **Fallback**: if every model is rejected (or untestable), the result says so
 //!    (`fallback: true`, `chosen: None`) and tmax is the empirical q_max quantile x_(ceil(n q)),
-//!    with its nonparametric confidence interval (seed 003) when n allows one.
+//!    with its nonparametric confidence interval (seed 003) and that interval's exact binomial
+//!    coverage. Where n is too small for an interval at `ci_level` (a 95 % interval of the 0.99
+//!    quantile at the ~200 samples of a calibration), the interval is the widest the sample
+//!    gives, up to its maximum, and `fallback_ci_nominal: false` with `fallback_ci_coverage`
+//!    (about 0.85 at n = 200) says how much less than `ci_level` it covers
+//!    ([`crate::quantile`]).
 use serde::Serialize;
 
 use crate::chi2::{self, group_bounds, groups_for, statistic_on, Group, Verdict};
 use crate::error::StatsError;
 use crate::histogram::{BinRule, Binning, Histogram};
 use crate::model::ModelKind;
-use crate::quantile::{min_n_for_ci, quantile_ci};
+use crate::quantile::{min_n_for_ci_with_coverage, quantile_ci_with_coverage};
 use crate::refine::{refine, Objective};
 use crate::sample::{QMax, Sample};
 
@@ -176,10 +181,18 @@ pub struct FitResult {
     /// The empirical q_max quantile x_(ceil(n q_max)), seconds (the fallback tmax; always given
     /// for comparison).
     pub empirical_tmax_s: f64,
-    /// Nonparametric CI of the empirical quantile (when the result is a fallback and n allows).
+    /// Nonparametric CI of the empirical quantile (when the result is a fallback): the
+    /// `ci_level` interval, or the widest the sample gives when n is too small for one (see
+    /// `fallback_ci_nominal`).
     pub fallback_ci: Option<(f64, f64)>,
-    /// Level of `fallback_ci`.
+    /// The confidence level asked for `fallback_ci`.
     pub ci_level: f64,
+    /// Exact coverage of `fallback_ci` for a continuous distribution, from the binomial
+    /// distribution of the number of values below the true quantile ([`crate::quantile`]).
+    pub fallback_ci_coverage: Option<f64>,
+    /// True when `fallback_ci` is an interval at `ci_level`; false when n is too small for one
+    /// and it is the widest interval available, with only `fallback_ci_coverage`.
+    pub fallback_ci_nominal: Option<bool>,
     /// Remarks worth showing to a user.
     pub notes: Vec<String>,
 }
@@ -320,25 +333,28 @@ fn fit_histogram(sample: &Sample, h: &Histogram, q: QMax, opts: &FitOptions) -> 
             ));
         }
     }
-    let (chosen, tmax_s, fallback_ci) = match best {
+    let (chosen, tmax_s, ci) = match best {
         Some(m) => (Some(m.name.clone()), m.tmax_s, None),
         None => {
-            let ci = quantile_ci(n, q.get(), opts.ci_level)
-                .map(|(lo, hi)| (sample.order_stat(lo), sample.order_stat(hi)));
-            if ci.is_none() {
-                match min_n_for_ci(q.get(), opts.ci_level) {
-                    Some(m) => notes.push(format!(
-                        "{n} samples are too few for a {}% confidence interval of the {} quantile \
-                         (at least {m} are needed)",
-                        opts.ci_level * 100.0,
-                        q.get()
-                    )),
-                    None => notes.push("no confidence interval of the quantile".to_string()),
-                }
+            let ci = quantile_ci_with_coverage(n, q.get(), opts.ci_level);
+            match ci {
+                Some(c) if c.nominal => {}
+                Some(c) => notes.push(format!(
+                    "{n} samples are too few for a {} confidence interval of the {} quantile{}; \
+                     the interval given is the widest the sample allows (up to its largest \
+                     value), with an exact coverage of {:.1}%",
+                    percent(opts.ci_level),
+                    q.get(),
+                    min_n_for_ci_with_coverage(q.get(), opts.ci_level)
+                        .map_or(String::new(), |m| format!(" (at least {m} are needed)")),
+                    100.0 * c.coverage
+                )),
+                None => notes.push("no confidence interval of the quantile".to_string()),
             }
             (None, empirical, ci)
         }
     };
+    let fallback_ci = ci.map(|c| (sample.order_stat(c.lo_rank), sample.order_stat(c.hi_rank)));
     FitResult {
         n,
         min_s: sample.min(),
@@ -358,7 +374,15 @@ fn fit_histogram(sample: &Sample, h: &Histogram, q: QMax, opts: &FitOptions) -> 
         empirical_tmax_s: empirical,
         fallback_ci,
         ci_level: opts.ci_level,
+        fallback_ci_coverage: ci.map(|c| c.coverage),
+        fallback_ci_nominal: ci.map(|c| c.nominal),
         models,
         notes,
     }
+}
+
+/// A level as a percentage without trailing zeros: 0.95 -> "95%", 0.995 -> "99.5%".
+fn percent(level: f64) -> String {
+    let p = format!("{:.4}", level * 100.0);
+    format!("{}%", p.trim_end_matches('0').trim_end_matches('.'))
 }

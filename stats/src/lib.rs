@@ -57,7 +57,10 @@ pub use error::StatsError;
 pub use fit::{fit, FitOptions, FitResult, ModelFit};
 pub use histogram::{class_index, BinRule, Binning, Histogram};
 pub use model::{Model, ModelKind};
-pub use quantile::{min_n_for_ci, quantile_ci};
+pub use quantile::{
+    min_n_for_ci, min_n_for_ci_with_coverage, order_stat_coverage, quantile_ci,
+    quantile_ci_with_coverage, QuantileCi,
+};
 pub use refine::Objective;
 pub use sample::{QMax, Sample};
 pub use significance::{

@@ -226,11 +226,17 @@ fn bimodal_sample_is_rejected_by_both_and_falls_back() {
     let (rl, rh) = quantile_ci(n, 0.99, 0.95).unwrap();
     assert_eq!((lo, hi), (s.order_stat(rl), s.order_stat(rh)));
     assert!(lo <= r.tmax_s && r.tmax_s <= hi);
+    assert_eq!(r.fallback_ci_nominal, Some(true));
+    let cov = r.fallback_ci_coverage.unwrap();
+    assert!(cov >= 0.94 && cov < 1.0, "{cov}");
     assert!(r.decision().contains("no model fits"));
 }
 
+/// At the calibration's usual n = 200 no 95 % interval of the 0.99 quantile exists; the
+/// fallback gives the widest interval, [x_(195), x_(200)], with its exact coverage (hand
+/// computation in `quantile::tests::widest_interval_at_n_200`) and says so.
 #[test]
-fn fallback_without_ci_when_sample_is_small() {
+fn fallback_at_n_200_gives_the_widest_interval_and_its_coverage() {
     let mut rng = StdRng::seed_from_u64(6);
     let mut v = exponential_ticks(&mut rng, 100, 50e-9, NS);
     v.extend(
@@ -239,13 +245,50 @@ fn fallback_without_ci_when_sample_is_small() {
             .map(|t| t + 2e-6),
     );
     let r = fit(&v, &FitOptions::default()).unwrap();
-    assert!(r.fallback && r.fallback_ci.is_none());
+    check_sane(&r);
+    assert!(r.fallback);
+    let s = Sample::new(&v).unwrap();
+    assert_eq!(r.fallback_ci, Some((s.order_stat(195), s.max())));
+    assert_eq!(r.fallback_ci_nominal, Some(false));
+    let cov = r.fallback_ci_coverage.unwrap();
+    // 1 - P(A >= 6) - 0.99^200 with A ~ Bin(200, 0.01): 1 - 0.01602 - 0.13398 = 0.85000.
+    assert!((cov - 0.85000).abs() < 5e-5, "{cov}");
+    assert!(cov < 1.0 - 0.99f64.powi(200));
     assert!(
         r.notes
             .iter()
-            .any(|s| s.contains("too few for a 95% confidence interval")),
+            .any(|s| s.contains("too few for a 95% confidence interval")
+                && s.contains("widest")
+                && s.contains("85.0%")),
         "{:?}",
         r.notes
+    );
+}
+
+/// The stated coverage is the real one: over many samples of 200 uniform values the widest
+/// interval [x_(195), x_(200)] contains the true 0.99 quantile (0.99) at the stated rate.
+#[test]
+fn widest_interval_covers_at_its_stated_rate() {
+    let ci = mpiover_stats::quantile_ci_with_coverage(200, 0.99, 0.95).unwrap();
+    assert_eq!((ci.lo_rank, ci.hi_rank), (195, 200));
+    let mut rng = StdRng::seed_from_u64(66);
+    let reps = 4000;
+    let mut hits = 0;
+    for _ in 0..reps {
+        let mut u: Vec<f64> = (0..200).map(|_| rng.random::<f64>()).collect();
+        u.sort_unstable_by(f64::total_cmp);
+        hits += usize::from(u[ci.lo_rank - 1] <= 0.99 && 0.99 <= u[ci.hi_rank - 1]);
+    }
+    let rate = fraction(hits, reps);
+    println!(
+        "widest interval: stated coverage {:.4}, observed {rate:.4}",
+        ci.coverage
+    );
+    // Standard error sqrt(0.85 * 0.15 / 4000) = 0.0056: allow 3.5 of them.
+    assert!(
+        (rate - ci.coverage).abs() < 0.02,
+        "{rate} vs {}",
+        ci.coverage
     );
 }
 
