@@ -128,7 +128,7 @@ pub fn quantile_ci_with_coverage(n: usize, q: f64, conf: f64) -> Option<Quantile
 /// interval reaching the sample maximum misses more often than allowed; the scan starts there
 /// and ends at the latest at [`min_n_for_ci`], where seed 003's ranks exist.
 pub fn min_n_for_ci_with_coverage(q: f64, conf: f64) -> Option<usize> {
-    if !(q > 0.0 && q < 1.0) || !(conf > 0.0 && conf < 1.0) {
+    if !(q > 0.0 && q < 1.0 && conf > 0.0 && conf < 1.0) {
         return None;
     }
     let last = min_n_for_ci(q, conf)?;

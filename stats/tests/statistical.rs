@@ -228,7 +228,7 @@ fn bimodal_sample_is_rejected_by_both_and_falls_back() {
     assert!(lo <= r.tmax_s && r.tmax_s <= hi);
     assert_eq!(r.fallback_ci_nominal, Some(true));
     let cov = r.fallback_ci_coverage.unwrap();
-    assert!(cov >= 0.94 && cov < 1.0, "{cov}");
+    assert!((0.94..1.0).contains(&cov), "{cov}");
     assert!(r.decision().contains("no model fits"));
 }
 
