@@ -23,7 +23,7 @@ pub struct AnalysisArgs {
     /// Re-analyse against this calibrated profile (from the recorded histograms).
     #[arg(long, value_name = "PROFILE")]
     pub profile: Option<PathBuf>,
-    /// q_max to take tmax at (with --profile): 0.8 <= q < 1 is reasonable.
+    /// q_max to take tmax at (with --profile): 0.8 <= q < 1.
     #[arg(long = "q", visible_alias = "q-max", value_name = "Q")]
     pub q_max: Option<f64>,
     /// False discovery rate of the significance test (Benjamini-Hochberg).
@@ -99,8 +99,12 @@ impl AnalysisArgs {
             );
         }
         if let Some(q) = self.q_max {
-            if !(q > 0.0 && q < 1.0) {
-                anyhow::bail!("--q must be between 0 and 1 (got {q}); 0.8 <= q < 1 is reasonable");
+            if mpiover_stats::QMax::new(q).is_err() {
+                anyhow::bail!(
+                    "--q must be at least {} and below 1 (got {q}): tmax is the q_max quantile \
+                     of the calibrated error model",
+                    mpiover_stats::QMax::MIN
+                );
             }
             if self.profile.is_none() {
                 anyhow::bail!(

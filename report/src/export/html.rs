@@ -312,18 +312,29 @@ fn bar_chart(o: &mut String, c: &Ctx, n: usize) {
     }
 }
 
+fn opt_secs(v: Option<f64>) -> String {
+    v.map(secs).unwrap_or_else(|| "-".into())
+}
+
 fn sites_table(o: &mut String, c: &Ctx, n: usize) {
     let _ = write!(
         o,
         "<h2 id=\"sites\">Sites <span class=\"meta\">(ranked by {}; {} of {}; click a header to sort)</span></h2>\n\
          <div class=\"scroll\"><table class=\"sortable\" id=\"sites-table\"><thead><tr>\
          <th class=\"n\">#</th><th>Location</th><th>Function</th><th>MPI call</th><th class=\"n\">Calls</th>\
-         <th class=\"n\">Time</th><th class=\"n\">Bytes</th><th class=\"n\">Overhead</th><th class=\"n\">% MPI</th>\
+         <th class=\"n\">Time</th><th class=\"n\">Bytes</th><th class=\"n\">Sum tmax</th><th class=\"n\">Overhead</th>\
+         <th class=\"n\">% MPI</th><th class=\"n\">% app</th>\
          <th class=\"n\">&gt; tmax</th><th>Significance</th><th>Wait state</th><th>Late ranks</th>\
-         <th class=\"n\">Rank time min / med / max</th><th class=\"n\">Worst rank</th></tr></thead><tbody>",
+         <th class=\"n\">{}</th><th class=\"n\">Worst rank</th></tr></thead><tbody>",
         c.r.summary.ranked_by,
         n,
-        c.r.sites.len()
+        c.r.sites.len(),
+        // Per rank: the overhead's spread when it is known, else the time's.
+        if c.ovh {
+            "Rank overhead min / med / max"
+        } else {
+            "Rank time min / med / max"
+        }
     );
     for s in c.r.sites.iter().take(n) {
         let sig_cls = match s.significance.as_str() {
@@ -332,11 +343,26 @@ fn sites_table(o: &mut String, c: &Ctx, n: usize) {
             _ => "tag",
         };
         let p = &s.per_rank;
+        let spread = if c.ovh {
+            (
+                opt_secs(p.overhead_min_s),
+                opt_secs(p.overhead_median_s),
+                opt_secs(p.overhead_max_s),
+            )
+        } else {
+            (
+                secs(p.time_min_s),
+                secs(p.time_median_s),
+                secs(p.time_max_s),
+            )
+        };
         let _ = write!(
             o,
             "<tr class=\"{}\"><td class=\"n\" data-v=\"{}\">{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td>\
              <td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td>\
+             <td class=\"n\" data-v=\"{}\">{}</td>\
              <td class=\"n ovh\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td>\
+             <td class=\"n\" data-v=\"{}\">{}</td>\
              <td><span class=\"{sig_cls}\">{}</span></td><td>{}</td><td>{}</td><td class=\"n\">{} / {} / {}</td>\
              <td class=\"n\">{}</td></tr>",
             if s.significant { "sig" } else { "" },
@@ -352,10 +378,14 @@ fn sites_table(o: &mut String, c: &Ctx, n: usize) {
             secs(s.time_s),
             s.bytes,
             bytes(s.bytes),
+            s.tmax_s.unwrap_or(-1.0),
+            opt_secs(s.tmax_s),
             s.overhead_s.unwrap_or(-1.0),
-            s.overhead_s.map(secs).unwrap_or_else(|| "-".into()),
+            opt_secs(s.overhead_s),
             s.share_of_mpi_time.unwrap_or(-1.0),
             s.share_of_mpi_time.map(pct).unwrap_or_else(|| "-".into()),
+            s.share_of_app_time.unwrap_or(-1.0),
+            s.share_of_app_time.map(pct).unwrap_or_else(|| "-".into()),
             s.exceed_fraction.unwrap_or(-1.0),
             s.exceed_fraction.map(pct).unwrap_or_else(|| "-".into()),
             esc(&s.significance),
@@ -365,10 +395,14 @@ fn sites_table(o: &mut String, c: &Ctx, n: usize) {
             } else {
                 s.late_ranks.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
             }),
-            secs(p.time_min_s),
-            secs(p.time_median_s),
-            secs(p.time_max_s),
-            p.worst_rank
+            spread.0,
+            spread.1,
+            spread.2,
+            if c.ovh && p.overhead_max_s.is_none() {
+                "-".to_string()
+            } else {
+                p.worst_rank.to_string()
+            }
         );
     }
     o.push_str("</tbody></table></div>\n");

@@ -170,8 +170,9 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
         Some(ov) => {
             let _ = writeln!(
                 o,
-                "  Overhead          {:>9}   {} of MPI time, {} of application time; {} of {} sites significant",
-                st.red(&secs(ov)),
+                "  Overhead          {}   {} of MPI time, {} of application time; {} of {} sites significant",
+                // Pad before colouring: the escape codes are not printed width.
+                st.red(&format!("{:>9}", secs(ov))),
                 pct(s.overhead_share_of_mpi.unwrap_or(0.0)),
                 pct(s.overhead_share_of_app.unwrap_or(0.0)),
                 s.significant_sites,
@@ -226,8 +227,10 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     };
     if overhead_known {
         t.head.extend([
+            ("Sum tmax", Align::Right),
             ("Overhead", Align::Right),
             ("%MPI", Align::Right),
+            ("%App", Align::Right),
             (">tmax", Align::Right),
             ("Signif.", Align::Left),
             ("Wait state", Align::Left),
@@ -264,12 +267,18 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
                 ""
             };
             row.extend([
+                plain(opt_secs(site.tmax_s)),
                 (
                     opt_secs(site.overhead_s),
                     site.significant.then_some("1;31"),
                 ),
                 plain(
                     site.share_of_mpi_time
+                        .map(pct)
+                        .unwrap_or_else(|| "-".into()),
+                ),
+                plain(
+                    site.share_of_app_time
                         .map(pct)
                         .unwrap_or_else(|| "-".into()),
                 ),
