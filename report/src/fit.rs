@@ -8,7 +8,7 @@ use std::io::Read;
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use mpiover_stats::{fit, FitOptions, FitResult, ModelFit, StatsError, Verdict};
+use mpiover_stats::{fit, FitOptions, FitResult, ModelFit, ModelKind, StatsError, Verdict};
 use serde::Serialize;
 
 #[derive(Debug, Args)]
@@ -189,15 +189,20 @@ fn human_at(s: f64, resolution_s: f64) -> String {
     format!("{v:.digits$} {unit}")
 }
 
+/// lambda with its unit and the mean error it implies. An exhaustive match on the model kind
+/// (not on its name), so that a new model fails to compile here instead of being described
+/// as one of the others.
 fn lambda_text(m: &ModelFit, bin_width_s: f64) -> String {
-    if m.name == "poisson" {
-        format!(
-            "{:.4} classes (mean {})",
+    let unit = m.kind.lambda_unit();
+    match m.kind {
+        ModelKind::Poisson => format!(
+            "{:.4} {unit} (mean {})",
             m.lambda,
             human(m.lambda * bin_width_s)
-        )
-    } else {
-        format!("{:.4e} 1/s (mean {})", m.lambda, human(1.0 / m.lambda))
+        ),
+        ModelKind::Exponential => {
+            format!("{:.4e} {unit} (mean {})", m.lambda, human(1.0 / m.lambda))
+        }
     }
 }
 
@@ -205,6 +210,31 @@ fn percent(q: f64) -> String {
     let p = format!("{:.4}", q * 100.0);
     let p = p.trim_end_matches('0').trim_end_matches('.');
     format!("{p}%")
+}
+
+/// The fallback's interval in words: at its level, or, when n is too small for one, the widest
+/// interval with its exact coverage, so that it is never read as a 95 % interval.
+fn fallback_ci_text(r: &FitResult) -> String {
+    let Some((lo, hi)) = r.fallback_ci else {
+        return String::new();
+    };
+    let (lo, hi) = (human_at(lo, r.resolution_s), human_at(hi, r.resolution_s));
+    let level = percent(r.ci_level);
+    match (r.fallback_ci_nominal, r.fallback_ci_coverage) {
+        (Some(false), Some(c)) => format!(
+            "; a {level} confidence interval is not available at n = {}: the widest interval \
+             the sample gives, {lo} .. {hi} (up to the slowest run-time), has {:.1}% coverage",
+            r.n,
+            100.0 * c
+        ),
+        (_, Some(c)) => {
+            format!(
+                ", {level} confidence interval {lo} .. {hi} (exact coverage {:.1}%)",
+                100.0 * c
+            )
+        }
+        (_, None) => format!(", {level} confidence interval {lo} .. {hi}"),
+    }
 }
 
 fn render_text(name: &str, r: &FitResult) -> String {
@@ -268,18 +298,18 @@ fn render_text(name: &str, r: &FitResult) -> String {
     let pct = percent(r.q_max);
     match r.chosen_kind().and_then(|k| r.model(k)) {
         Some(m) => {
-            let how = if m.name == "poisson" {
-                format!(
+            // Exhaustive over the kinds: each model explains its own quantile.
+            let how = match m.kind {
+                ModelKind::Poisson => format!(
                     "the {pct} quantile of the Poisson model is class {} (errors up to {})",
                     m.quantile_class,
                     human(m.terr_max_s)
-                )
-            } else {
-                format!(
+                ),
+                ModelKind::Exponential => format!(
                     "the {pct} quantile of the exponential model is -ln(1 - {}) / lambda = {}",
                     r.q_max,
                     human(m.terr_max_s)
-                )
+                ),
             };
             let _ = writeln!(
                 s,
@@ -289,15 +319,7 @@ fn render_text(name: &str, r: &FitResult) -> String {
             );
         }
         None => {
-            let ci = match r.fallback_ci {
-                Some((lo, hi)) => format!(
-                    ", {} confidence interval {} .. {}",
-                    percent(r.ci_level),
-                    human_at(lo, r.resolution_s),
-                    human_at(hi, r.resolution_s)
-                ),
-                None => String::new(),
-            };
+            let ci = fallback_ci_text(r);
             let _ = writeln!(
                 s,
                 "tmax = {} = the {pct} quantile of the measured run-times{ci}.",

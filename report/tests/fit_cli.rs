@@ -138,6 +138,10 @@ fn json_has_the_keys_of_the_issue() {
         "fallback",
         "models",
         "bin_rule",
+        "fallback_ci",
+        "ci_level",
+        "fallback_ci_coverage",
+        "fallback_ci_nominal",
     ] {
         assert!(v.get(key).is_some(), "missing {key}: {v}");
     }
@@ -178,6 +182,17 @@ fn exponential_errors_choose_the_exponential_model() {
         "lambda {le} 1/s for a mean of 1 us"
     );
     assert_eq!(v["bin_rule"], "freedman_diaconis");
+    // The text describes the exponential as such (lambda in 1/s, its continuous quantile).
+    let out = ok_stdout(&run(&[f.to_str().unwrap()], None));
+    assert!(
+        out.contains("the 99% quantile of the exponential model is -ln(1 - 0.99) / lambda"),
+        "{out}"
+    );
+    let row = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("exponential"))
+        .unwrap_or_default();
+    assert!(row.contains(" 1/s (mean "), "{row}");
 }
 
 #[test]
@@ -281,10 +296,53 @@ fn bimodal_sample_falls_back_with_a_ci() {
     let out = ok_stdout(&run(&[f.to_str().unwrap()], None));
     assert!(out.contains("Decision: no model fits the errors"), "{out}");
     assert!(out.contains("95% confidence interval"), "{out}");
+    assert!(out.contains("(exact coverage "), "{out}");
     let v = json(&run(&[f.to_str().unwrap(), "--format", "json"], None));
     assert_eq!(v["fallback"], true);
     assert!(v["chosen"].is_null());
     assert_eq!(v["fallback_ci"].as_array().unwrap().len(), 2);
+    assert_eq!(v["ci_level"], 0.95);
+    assert_eq!(v["fallback_ci_nominal"], true);
+    let cov = v["fallback_ci_coverage"].as_f64().unwrap();
+    assert!((0.94..1.0).contains(&cov), "{cov}");
+}
+
+/// Two modes, 200 run-times: the fallback at the calibration's usual sample size, where no
+/// 95 % interval of the 0.99 quantile exists. The widest interval, [x_(195), x_(200)], comes
+/// with its exact coverage 1 - P(A >= 6) - 0.99^200 = 0.8500 (A ~ Binomial(200, 0.01) values
+/// above the quantile; the upper end alone misses with probability 0.99^200 = 0.134).
+#[test]
+fn fallback_at_n_200_states_the_coverage_of_its_interval() {
+    let mut g = Lcg(17);
+    let times: Vec<f64> = (0..200)
+        .map(|i| {
+            let mode = if i % 2 == 0 { 0.0 } else { 2000.0 };
+            (10_000.0 + mode + (-50.0 * g.uniform().ln()).floor()) * 1e-9
+        })
+        .collect();
+    let text: String = times.iter().map(|t| format!("{t:e}\n")).collect();
+    let f = temp_file("bimodal200.txt", &text);
+    let v = json(&run(&[f.to_str().unwrap(), "--format", "json"], None));
+    assert_eq!(v["fallback"], true);
+    assert_eq!(v["n"], 200);
+    assert_eq!(v["fallback_ci_nominal"], false);
+    let cov = v["fallback_ci_coverage"].as_f64().unwrap();
+    assert!((cov - 0.8500).abs() < 5e-5, "{cov}");
+    assert!(cov < 1.0 - 0.99f64.powi(200));
+    // The ends are the 195th value and the maximum (times as parsed back from the text).
+    let mut sorted: Vec<f64> = text.lines().map(|l| l.parse().unwrap()).collect();
+    sorted.sort_by(f64::total_cmp);
+    let ci = v["fallback_ci"].as_array().unwrap();
+    assert_eq!(ci[0].as_f64().unwrap(), sorted[194]);
+    assert_eq!(ci[1].as_f64().unwrap(), sorted[199]);
+    let out = ok_stdout(&run(&[f.to_str().unwrap()], None));
+    assert!(out.contains("Decision: no model fits the errors"), "{out}");
+    assert!(
+        out.contains("a 95% confidence interval is not available at n = 200"),
+        "{out}"
+    );
+    assert!(out.contains("has 85.0% coverage"), "{out}");
+    assert!(!out.contains(", 95% confidence interval "), "{out}");
 }
 
 #[test]
