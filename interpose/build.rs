@@ -345,7 +345,7 @@ fn event_parts(name: &str, f: &Func, e: &Event) -> Parts {
             writeln!(
                 post,
                 "__ev.peer = __g.world_rank(&__ci, {d}); \
-                 if {d} == mpiover_mpisys::consts::proc_null() {{ __ev.sent = 0; }}"
+                 if {d} == mpiover_mpisys::consts::proc_null() {{ __ev.sent = 0; __ev.proc_null = true; }}"
             )
             .unwrap();
         }
@@ -364,7 +364,7 @@ fn event_parts(name: &str, f: &Func, e: &Event) -> Parts {
             writeln!(
                 post,
                 "let __src = {src}; __ev.peer = __g.world_rank(&__ci, __src); \
-                 if __src == mpiover_mpisys::consts::proc_null() {{ __ev.recvd = 0; }}"
+                 if __src == mpiover_mpisys::consts::proc_null() {{ __ev.recvd = 0; __ev.proc_null = true; }}"
             )
             .unwrap();
         }
@@ -615,6 +615,12 @@ fn gen_plain(name: &str, f: &Func) -> String {
             "if !{q}.is_null() {{ __g.forget((*{q}).bits()); }}"
         ));
     }
+    if name == "MPI_Cancel" {
+        let q = &f.args.first().expect("MPI_Cancel has an argument").0;
+        before.push_str(&format!(
+            "if !{q}.is_null() {{ __g.cancelling((*{q}).bits()); }}"
+        ));
+    }
     let args: Vec<String> = f.args.iter().map(|(a, t)| format!("{a}: {t}")).collect();
     let ret = f
         .ret
@@ -835,6 +841,9 @@ fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Event>) -> Stri
     }
     if name == "MPI_Request_free" {
         before.push_str("__g.forget(crate::fort::req_bits(__f0));");
+    }
+    if name == "MPI_Cancel" {
+        before.push_str("__g.cancelling(crate::fort::req_bits(__f0));");
     }
     format!(
         "{head}\

@@ -552,6 +552,20 @@ pub const EVENTS: &[Event] = &[
     post("MPI_Ireduce_scatter_block", reduce_scatter_block("")),
     post("MPI_Iscan", reduce_like("")),
     post("MPI_Iexscan", reduce_like("")),
+    post("MPI_Ineighbor_allgather", allgather("", false, Len::InDeg)),
+    post("MPI_Ineighbor_allgatherv", allgather("", true, Len::InDeg)),
+    post(
+        "MPI_Ineighbor_alltoall",
+        alltoall("", Len::InDeg, Len::OutDeg),
+    ),
+    post(
+        "MPI_Ineighbor_alltoallv",
+        alltoallv("", Len::InDeg, Len::OutDeg),
+    ),
+    post(
+        "MPI_Ineighbor_alltoallw",
+        alltoallw("", Len::InDeg, Len::OutDeg),
+    ),
 ];
 
 /// Functions whose generated wrapper must tell the runtime that a handle

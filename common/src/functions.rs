@@ -130,6 +130,11 @@ pub const EVENTS: &[(&str, EventClass)] = &[
     ("MPI_Ireduce_scatter_block", EventClass::Post),
     ("MPI_Iscan", EventClass::Post),
     ("MPI_Iexscan", EventClass::Post),
+    ("MPI_Ineighbor_allgather", EventClass::Post),
+    ("MPI_Ineighbor_allgatherv", EventClass::Post),
+    ("MPI_Ineighbor_alltoall", EventClass::Post),
+    ("MPI_Ineighbor_alltoallv", EventClass::Post),
+    ("MPI_Ineighbor_alltoallw", EventClass::Post),
 ];
 
 /// Class of an event function, by its C name (`MPI_Recv`).

@@ -34,7 +34,8 @@ pub struct Record {
     /// `MPI_Get_library_version` string.
     pub mpi_library: String,
     /// Thread level granted by `MPI_Init_thread` (`single`, `funneled`,
-    /// `serialized`, `multiple`), or `single` for `MPI_Init`.
+    /// `serialized`, `multiple`), or for `MPI_Init` what `MPI_Query_thread`
+    /// says (`single` unless the MPI library was told otherwise).
     pub thread_level: String,
     /// argv of the process.
     pub command: Vec<String>,

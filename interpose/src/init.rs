@@ -193,6 +193,15 @@ fn library_version() -> String {
         .to_string()
 }
 
+/// The thread level MPI granted (after a plain `MPI_Init`: `single` by
+/// default, but Open MPI's `OMPI_MPI_THREAD_LEVEL` and MPICH's
+/// `MPIR_CVAR_DEFAULT_THREAD_LEVEL` can raise it).
+fn query_thread() -> Option<c_int> {
+    let mut l: c_int = 0;
+    // SAFETY: MPI is initialized; out-pointer valid.
+    (unsafe { PMPI_Query_thread(&mut l) } == 0).then_some(l)
+}
+
 fn level_name(level: Option<c_int>) -> String {
     match level {
         None => "single".into(),
@@ -360,7 +369,7 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
         host: hostname(),
         pid: std::process::id(),
         mpi_library,
-        thread_level: level_name(level),
+        thread_level: level_name(level.or_else(query_thread)),
         command,
         start_unix_s,
         start_mono_ns,

@@ -900,16 +900,51 @@ pub struct ReqInfo {
     pub fid: u16,
     pub persistent: bool,
     pub recv: bool,
+    /// A persistent request between `MPI_Start` and its completion.
+    pub active: bool,
+    /// `MPI_Cancel` was called on it: its completion checks the status.
+    pub cancel: bool,
+    /// Posted to or from `MPI_PROC_NULL` (a persistent one: the others never
+    /// enter the map): moves nothing, ignored by completions and starts.
+    pub proc_null: bool,
 }
 
+impl ReqInfo {
+    const EMPTY: ReqInfo = ReqInfo {
+        handle: 0,
+        comm: 0,
+        ra: 0,
+        init_ra: 0,
+        bytes: 0,
+        p: 0,
+        peer: 0,
+        fid: 0,
+        persistent: false,
+        recv: false,
+        active: false,
+        cancel: false,
+        proc_null: false,
+    };
+}
+
+/// Request handles returned by posts to or from `MPI_PROC_NULL` that are not
+/// in the map (Open MPI returns one shared `ompi_request_empty` for all of
+/// them, MPICH a built-in complete request per kind): a completion of one of
+/// them is ignored rather than counted as an unknown request.
+const NULL_REQS: usize = 4;
+
 const REQ_SLOTS: usize = 1 << 13;
+/// Pending requests one thread's map holds.
+pub const REQ_CAPACITY: usize = REQ_SLOTS * 7 / 8 - 1;
 
 /// Open addressing, linear probing with backward-shift deletion; a post that
-/// finds the table full is simply not remembered (its completion then has no
-/// `completes`).
+/// finds the table full is not remembered (its completion then has no
+/// `completes`) and counted in `dropped`.
 pub struct ReqMap {
     slots: Vec<ReqInfo>,
     len: usize,
+    /// Posts not remembered because the map was full.
+    pub dropped: u64,
 }
 
 impl ReqMap {
@@ -917,6 +952,7 @@ impl ReqMap {
         ReqMap {
             slots: Vec::new(),
             len: 0,
+            dropped: 0,
         }
     }
 
@@ -927,21 +963,7 @@ impl ReqMap {
 
     fn insert(&mut self, r: ReqInfo) {
         if self.slots.is_empty() {
-            self.slots = vec![
-                ReqInfo {
-                    handle: 0,
-                    comm: 0,
-                    ra: 0,
-                    init_ra: 0,
-                    bytes: 0,
-                    p: 0,
-                    peer: 0,
-                    fid: 0,
-                    persistent: false,
-                    recv: false
-                };
-                REQ_SLOTS
-            ];
+            self.slots = vec![ReqInfo::EMPTY; REQ_SLOTS];
         }
         let mut i = Self::home(r.handle);
         for _ in 0..REQ_SLOTS {
@@ -950,6 +972,7 @@ impl ReqMap {
             };
             if s.handle == 0 {
                 if self.len + 1 >= REQ_SLOTS * 7 / 8 {
+                    self.dropped += 1;
                     return;
                 }
                 *s = r;
@@ -1029,6 +1052,14 @@ pub struct ThreadState {
     comms: CommCache,
     types: TypeCache,
     reqs: ReqMap,
+    /// Handles of posts to or from `MPI_PROC_NULL` (see `NULL_REQS`).
+    null_reqs: [usize; NULL_REQS],
+    /// Completions of requests that were in neither (posted on another
+    /// thread, while recording was off, by an unwrapped call such as
+    /// `MPI_File_iwrite`, or dropped from a full map).
+    pub unmatched: u64,
+    /// Completions of cancelled requests.
+    pub cancelled: u64,
     snap: Vec<usize>,
     statuses: Vec<MPI_Status>,
     /// Fortran statuses for calls whose caller passed `MPI_STATUSES_IGNORE`,
@@ -1050,6 +1081,9 @@ impl ThreadState {
             comms: CommCache::new(),
             types: TypeCache::new(),
             reqs: ReqMap::new(),
+            null_reqs: [0; NULL_REQS],
+            unmatched: 0,
+            cancelled: 0,
             snap: Vec::new(),
             statuses: Vec::new(),
             fstatuses: Vec::new(),
@@ -1081,6 +1115,15 @@ impl ThreadState {
     pub fn reset(&mut self) {
         self.funcs.iter_mut().for_each(|f| *f = [0, 0]);
         self.table.clear();
+        self.reqs.dropped = 0;
+        self.unmatched = 0;
+        self.cancelled = 0;
+    }
+
+    /// (posts not remembered because the map was full, completions of
+    /// unknown requests, completions of cancelled requests).
+    pub fn request_counts(&self) -> (u64, u64, u64) {
+        (self.reqs.dropped, self.unmatched, self.cancelled)
     }
 
     /// Whether this thread's data belongs to the current reset epoch.
@@ -1117,6 +1160,8 @@ pub struct Ev {
     pub post_ra: usize,
     /// Completions seen so far (for merging several into one key).
     pub n_done: u32,
+    /// A point-to-point call to or from `MPI_PROC_NULL`.
+    pub proc_null: bool,
 }
 
 impl Ev {
@@ -1132,6 +1177,7 @@ impl Ev {
             completes: NONE_FN,
             post_ra: 0,
             n_done: 0,
+            proc_null: false,
         }
     }
 }
@@ -1349,7 +1395,10 @@ impl Guard {
 
     // ---- requests ----------------------------------------------------------
 
-    /// Remembers a request a posting call created.
+    /// Remembers a request a posting call created. A non-persistent request
+    /// to or from `MPI_PROC_NULL` is not remembered (its handle may be shared
+    /// by all such posts): its handle goes into `null_reqs`, so that its
+    /// completion is ignored.
     #[inline]
     pub fn post(
         &mut self,
@@ -1363,8 +1412,25 @@ impl Guard {
         if req == 0 || req == consts::request_null().bits() {
             return;
         }
+        let ts = self.ts();
+        if ev.proc_null && !persistent {
+            if !ts.null_reqs.contains(&req) {
+                // Keep the first few distinct ones (an MPI that returns
+                // fresh requests for them reuses them for real posts,
+                // which the map finds first).
+                if let Some(s) = ts.null_reqs.iter_mut().find(|s| **s == 0) {
+                    *s = req;
+                }
+            }
+            return;
+        }
+        if ts.null_reqs[0] != 0 && ts.null_reqs.contains(&req) {
+            // A shared complete request (e.g. `MPI_Imrecv` of
+            // `MPI_MESSAGE_NO_PROC`): not a request of its own.
+            return;
+        }
         let ra = site_of(ra);
-        self.ts().reqs.insert(ReqInfo {
+        ts.reqs.insert(ReqInfo {
             handle: req,
             comm,
             ra,
@@ -1375,6 +1441,9 @@ impl Guard {
             fid: ev.fid,
             persistent,
             recv,
+            active: false,
+            cancel: false,
+            proc_null: ev.proc_null,
         });
     }
 
@@ -1386,9 +1455,21 @@ impl Guard {
         }
     }
 
+    /// `MPI_Cancel`: its completion will check the status's cancelled flag.
+    pub fn cancelling(&mut self, req: usize) {
+        let m = &mut self.ts().reqs;
+        if let Some(i) = m.find(req) {
+            if let Some(s) = m.slots.get_mut(i) {
+                s.cancel = true;
+            }
+        }
+    }
+
     /// `MPI_Start(all)`: the event gets the persistent request's bytes, peer
     /// and p, with `completes` = the `*_init` function and `post_site` = its
-    /// site; the request's posting site becomes this call's.
+    /// site; the request's posting site becomes this call's, and it is active
+    /// until completed. A request to or from `MPI_PROC_NULL` is started but
+    /// not merged into the event.
     pub fn start(&mut self, ev: &mut Ev, req: usize, ra: usize) {
         let m = &mut self.ts().reqs;
         if let Some(i) = m.find(req) {
@@ -1398,28 +1479,61 @@ impl Guard {
                 let mut init = *s;
                 init.ra = init.init_ra;
                 s.ra = site_of(ra);
-                merge_done(ev, &init, init.bytes, init.peer);
+                s.active = true;
+                s.cancel = false;
+                if !init.proc_null {
+                    merge_done(ev, &init, init.bytes, init.peer);
+                }
             }
         }
     }
 
     /// A completed request: merges what it was into the event and forgets
-    /// it unless persistent. `st` is its status (may be null).
+    /// it unless persistent. `st` is its status (may be null). Ignored:
+    /// `MPI_REQUEST_NULL`, an inactive persistent request (MPI completes
+    /// both at once with an empty status), a request to or from
+    /// `MPI_PROC_NULL`. A cancelled request moved nothing: 0 bytes, no peer.
     ///
     /// # Safety
     /// `st` is null or points to a status MPI filled.
     pub unsafe fn complete(&mut self, ev: &mut Ev, req: usize, st: *const MPI_Status) {
-        let m = &mut self.ts().reqs;
+        if req == 0 || req == consts::request_null().bits() {
+            return;
+        }
+        let ts = self.ts();
+        let m = &mut ts.reqs;
         let Some(i) = m.find(req) else {
+            if ts.null_reqs[0] != 0 && ts.null_reqs.contains(&req) {
+                return;
+            }
+            ts.unmatched += 1;
             ev.completes = if ev.n_done == 0 { NONE_FN } else { MIXED_FN };
             ev.n_done += 1;
             return;
         };
-        let Some(&r) = m.slots.get(i) else { return };
-        if !r.persistent {
+        let Some(s) = m.slots.get_mut(i) else { return };
+        let r = *s;
+        if r.persistent {
+            if !r.active {
+                return;
+            }
+            s.active = false;
+            s.cancel = false;
+        } else {
             m.remove_at(i);
         }
+        if r.proc_null {
+            return;
+        }
         let (mut bytes, mut peer) = (r.bytes, r.peer);
+        if r.cancel && !st.is_null() {
+            let mut flag: core::ffi::c_int = 0;
+            if PMPI_Test_cancelled(st, &mut flag) == 0 && flag != 0 {
+                ts.cancelled += 1;
+                merge_done(ev, &r, 0, NONE_PEER);
+                return;
+            }
+        }
         if r.recv && !st.is_null() {
             if let Some(b) = status_bytes(st) {
                 bytes = b;
@@ -1428,7 +1542,7 @@ impl Guard {
                 // Posted with MPI_ANY_SOURCE: the status says who, as a rank
                 // of the posting communicator (translated without calling MPI:
                 // the communicator may be gone by now).
-                peer = self.ts().comms.translate_cached(r.comm, status_source(st));
+                peer = ts.comms.translate_cached(r.comm, status_source(st));
             }
         }
         merge_done(ev, &r, bytes, peer);
@@ -1714,15 +1828,9 @@ mod tests {
         let mut m = ReqMap::new();
         let r = |h| ReqInfo {
             handle: h,
-            comm: 0,
             ra: h * 2,
             init_ra: h * 2,
-            bytes: 0,
-            p: 0,
-            peer: 0,
-            fid: 0,
-            persistent: false,
-            recv: false,
+            ..ReqInfo::EMPTY
         };
         // Colliding and wrapping probe chains.
         let hs: Vec<usize> = (1..3000).map(|i| i * 4096 + 8).collect();

@@ -87,6 +87,7 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
     let mut funcs = vec![[0u64; 2]; NFUNCS + 1];
     let mut merged: HashMap<Key, Merged> = HashMap::new();
     let mut folded = Folded::default();
+    let (mut dropped, mut unmatched) = (0u64, 0u64);
     for ts in rt::threads() {
         // SAFETY: states are never freed. Other threads may still run (best
         // effort): wait briefly for one in the middle of an update.
@@ -104,6 +105,9 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
             acc[0] += f[0];
             acc[1] = acc[1].wrapping_add(f[1]);
         }
+        let (d, u, _) = ts.request_counts();
+        dropped += d;
+        unmatched += u;
         folded.calls += ts.table.folded_calls;
         folded.keys += ts.table.folded_keys();
         for a in &ts.table.entries {
@@ -232,9 +236,39 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
         functions,
         entries,
         folded,
-        warnings: info.warnings.clone(),
+        warnings: request_warnings(&info.warnings, dropped, unmatched),
     };
     Some((rec, addrs.into_keys().collect()))
+}
+
+/// The run's warnings, and what the request map could not attribute. The
+/// text holds no per-rank numbers, so that the report lists each once with
+/// the ranks that raised it (the counts go to stderr with `MPIOVER_DEBUG`).
+fn request_warnings(w: &[String], dropped: u64, unmatched: u64) -> Vec<String> {
+    let mut w = w.to_vec();
+    if dropped > 0 {
+        w.push(format!(
+            "request map full: posted requests were not remembered (more than {} \
+             pending on one thread); their completions have no posting site",
+            rt::REQ_CAPACITY
+        ));
+    }
+    if unmatched > 0 {
+        w.push(
+            "unmatched completions: completed requests that no wrapped call on the \
+             completing thread posted while recording (another thread, \
+             MPI_Pcontrol(0), MPI-IO, RMA, a full request map) have no posting site"
+                .to_string(),
+        );
+    }
+    if (dropped > 0 || unmatched > 0) && crate::init::debug() {
+        eprintln!(
+            "mpiover: rank {}: request map: {dropped} posts not remembered, \
+             {unmatched} unmatched completions",
+            INFO.get().map(|i| i.rank).unwrap_or(0)
+        );
+    }
+    w
 }
 
 /// How the record is being written.

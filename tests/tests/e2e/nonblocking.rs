@@ -161,3 +161,303 @@ fn nonblocking_wait_overhead_uses_the_wait_entries_of_the_profile() {
     let post = at(r0, "MPI_Irecv", "nb-irecv");
     assert!(post.iter().all(|e| e.tmax_s == Some(2e-6)), "{post:?}");
 }
+
+// ---- completion calls (examples/nonblocking/requests.c) --------------------
+
+const REQ_FILE: &str = "requests.c";
+const REQ_ITERS: u64 = 5;
+
+fn rm(tag: &str) -> u32 {
+    marker_any(&format!("nonblocking/{REQ_FILE}"), tag)
+}
+
+fn req_prog() -> std::path::PathBuf {
+    example_in("nonblocking", "requests")
+}
+
+fn req_at<'a>(r: &'a Record, function: &str, tag: &str) -> Vec<&'a Entry> {
+    entries_at(r, function, REQ_FILE, rm(tag))
+}
+
+fn req_run() -> &'static Profiled {
+    static RUN: OnceLock<Result<Profiled, String>> = OnceLock::new();
+    shared(&RUN, || {
+        profile_program(
+            "nonblocking_requests",
+            2,
+            &req_prog(),
+            &[&REQ_ITERS.to_string(), "5"],
+            &[],
+        )
+    })
+}
+
+/// `requests: <what> N` on stderr.
+fn req_stat(out: &Outcome, what: &str) -> u64 {
+    let prefix = format!("requests: {what} ");
+    out.stderr
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {prefix:?} line\n{}", out.dump()))
+}
+
+fn req_ctx(p: &Profiled, r: &Record) -> String {
+    let mut s = format!("{}\n", dump_sites(r));
+    for e in &r.entries {
+        s += &format!(
+            "  {} @{} x{} {}B peer {:?} p {} completes {:?} post {:?}\n",
+            e.function,
+            describe_site(r, e.site),
+            e.count,
+            e.bytes,
+            e.peer,
+            e.p,
+            e.completes,
+            e.post_site.map(|s| describe_site(r, s))
+        );
+    }
+    s + &p.out.dump()
+}
+
+/// The one key of a completion that completed `completes` posted at `tag`.
+fn assert_completes(
+    r: &Record,
+    e: &Entry,
+    (count, bytes, peer): (u64, u64, Option<i32>),
+    completes: &str,
+    post_tag: &str,
+    ctx: &str,
+) {
+    assert_eq!(
+        (e.count, e.bytes, e.peer, e.completes.as_deref()),
+        (count, bytes, peer, Some(completes)),
+        "{ctx}"
+    );
+    assert_eq!(post_line(r, e), Some(rm(post_tag)), "post site\n{ctx}");
+}
+
+/// A Waitall over [Irecv from a late sender, MPI_REQUEST_NULL, Isend to
+/// MPI_PROC_NULL, Irecv from MPI_PROC_NULL, an inactive persistent receive]
+/// keeps the Irecv's post site, bytes and peer: the other requests move
+/// nothing (Open MPI returns one shared request for every MPI_PROC_NULL post).
+#[test]
+fn nonblocking_waitall_ignores_null_proc_null_and_inactive_requests() {
+    let p = req_run();
+    let r0 = &p.records[0];
+    let ctx = req_ctx(p, r0);
+    let w = req_at(r0, "MPI_Waitall", "rq-waitall");
+    assert_eq!(w.len(), 1, "one key at the Waitall line\n{ctx}");
+    assert_completes(
+        r0,
+        w[0],
+        (REQ_ITERS, 8, Some(1)),
+        "MPI_Irecv",
+        "rq-irecv-all",
+        &ctx,
+    );
+    assert!(
+        w[0].p == 2,
+        "p of the Irecv's communicator: {}\n{ctx}",
+        w[0].p
+    );
+    // The MPI_PROC_NULL posts are still counted where they were made.
+    let isend = req_at(r0, "MPI_Isend", "rq-isend-null");
+    assert_eq!(
+        isend
+            .iter()
+            .map(|e| (e.count, e.bytes, e.peer))
+            .collect::<Vec<_>>(),
+        vec![(REQ_ITERS, 0, None)],
+        "{ctx}"
+    );
+    // Nothing the request map could not place.
+    assert!(
+        !r0.warnings
+            .iter()
+            .any(|w| w.contains("unmatched completions")),
+        "{:?}\n{ctx}",
+        r0.warnings
+    );
+}
+
+/// An MPI_Irecv that is cancelled and completed by MPI_Wait moved nothing:
+/// 0 bytes and no peer (whether the caller's status is MPI_STATUS_IGNORE or
+/// its own), still naming the Irecv.
+#[test]
+fn nonblocking_cancelled_receive_records_no_bytes_and_no_peer() {
+    let p = req_run();
+    let r0 = &p.records[0];
+    let ctx = req_ctx(p, r0);
+    assert_eq!(req_stat(&p.out, "cancelled"), REQ_ITERS, "{ctx}");
+    for (tag, n) in [
+        ("rq-wait-cancel", REQ_ITERS.div_ceil(2)),
+        ("rq-wait-cancel-status", REQ_ITERS / 2),
+    ] {
+        let w = req_at(r0, "MPI_Wait", tag);
+        assert_eq!(w.len(), 1, "{tag}\n{ctx}");
+        assert_completes(r0, w[0], (n, 0, None), "MPI_Irecv", "rq-irecv-cancel", &ctx);
+    }
+}
+
+/// Polling: 1000 MPI_Test calls that cannot succeed stay one key; the polls
+/// until done make at most one more key beside the completion, which names
+/// the Irecv. The same for MPI_Testall over [Irecv, Isend to MPI_PROC_NULL].
+#[test]
+fn nonblocking_test_polling_stays_one_key() {
+    let p = req_run();
+    let r0 = &p.records[0];
+    let ctx = req_ctx(p, r0);
+    let polls = req_at(r0, "MPI_Test", "rq-test-poll");
+    assert_eq!(polls.len(), 1, "1000 failed polls, one key\n{ctx}");
+    assert_eq!(
+        (
+            polls[0].count,
+            polls[0].bytes,
+            polls[0].completes.as_deref()
+        ),
+        (REQ_ITERS * 1000, 0, None),
+        "{ctx}"
+    );
+    for (function, tag, post, what) in [
+        ("MPI_Test", "rq-test-until", "rq-irecv-test", "test polls"),
+        (
+            "MPI_Testall",
+            "rq-testall",
+            "rq-irecv-testall",
+            "testall polls",
+        ),
+    ] {
+        let keys = req_at(r0, function, tag);
+        let total: u64 = keys.iter().map(|e| e.count).sum();
+        assert_eq!(total, req_stat(&p.out, what), "{function}\n{ctx}");
+        assert!(keys.len() <= 2, "{function}: {} keys\n{ctx}", keys.len());
+        let done: Vec<_> = keys.iter().filter(|e| e.completes.is_some()).collect();
+        assert_eq!(done.len(), 1, "{function}\n{ctx}");
+        assert_completes(
+            r0,
+            done[0],
+            (REQ_ITERS, 8, Some(1)),
+            "MPI_Irecv",
+            post,
+            &ctx,
+        );
+        for e in keys.iter().filter(|e| e.completes.is_none()) {
+            assert_eq!((e.bytes, e.peer, e.post_site), (0, None, None), "{ctx}");
+        }
+    }
+}
+
+/// MPI_Waitany names the Irecv each call completed (the array fills with
+/// MPI_REQUEST_NULL as it goes); MPI_Waitsome sums the Irecvs each call
+/// completed (with a null request in the array), so that over all its keys
+/// count x bytes is every byte received.
+#[test]
+fn nonblocking_waitany_and_waitsome_name_their_irecvs() {
+    let p = req_run();
+    let r0 = &p.records[0];
+    let ctx = req_ctx(p, r0);
+    let any = req_at(r0, "MPI_Waitany", "rq-waitany");
+    assert_eq!(any.len(), 1, "{ctx}");
+    assert_completes(
+        r0,
+        any[0],
+        (4 * REQ_ITERS, 16, Some(1)),
+        "MPI_Irecv",
+        "rq-irecv-any",
+        &ctx,
+    );
+    let some = req_at(r0, "MPI_Waitsome", "rq-waitsome");
+    assert!(!some.is_empty(), "{ctx}");
+    for e in &some {
+        assert_eq!(
+            (e.completes.as_deref(), e.peer, e.bytes % 24),
+            (Some("MPI_Irecv"), Some(1), 0),
+            "{ctx}"
+        );
+        assert_eq!(post_line(r0, e), Some(rm("rq-irecv-some")), "{ctx}");
+    }
+    let bytes: u64 = some.iter().map(|e| e.count * e.bytes).sum();
+    assert_eq!(bytes, 4 * REQ_ITERS * 24, "{ctx}");
+}
+
+/// Non-blocking collectives: the Wait completes the MPI_Iallreduce (4
+/// doubles), the MPI_Ineighbor_allgather and MPI_Ineighbor_alltoall (1 int
+/// from each of the 2 neighbours of a periodic ring of 2) with their bytes,
+/// on every rank.
+#[test]
+fn nonblocking_collective_waits_name_the_collective() {
+    let p = req_run();
+    for r in &p.records {
+        let ctx = req_ctx(p, r);
+        for (post_fn, post, wait, bytes) in [
+            ("MPI_Iallreduce", "rq-iallreduce", "rq-wait-iallreduce", 32),
+            (
+                "MPI_Ineighbor_allgather",
+                "rq-ineighbor-allgather",
+                "rq-wait-ineighbor-allgather",
+                8,
+            ),
+            (
+                "MPI_Ineighbor_alltoall",
+                "rq-ineighbor-alltoall",
+                "rq-wait-ineighbor-alltoall",
+                8,
+            ),
+        ] {
+            let posts = req_at(r, post_fn, post);
+            assert_eq!(
+                posts
+                    .iter()
+                    .map(|e| (e.count, e.bytes, e.p))
+                    .collect::<Vec<_>>(),
+                vec![(REQ_ITERS, bytes, 2)],
+                "rank {}: {post_fn}\n{ctx}",
+                r.rank
+            );
+            let w = req_at(r, "MPI_Wait", wait);
+            assert_eq!(w.len(), 1, "rank {}: {wait}\n{ctx}", r.rank);
+            assert_completes(r, w[0], (REQ_ITERS, bytes, None), post_fn, post, &ctx);
+            assert_eq!(w[0].p, 2, "{ctx}");
+        }
+    }
+}
+
+#[test]
+fn nonblocking_requests_program_runs_unchanged() {
+    let dir = scratch("nonblocking_requests_program_runs_unchanged");
+    let plain = Job::program(2, &req_prog(), &["3", "1"], &dir).run();
+    plain.assert_success();
+    let q = profile_program(
+        "nonblocking_requests_program_runs_unchanged_profiled",
+        2,
+        &req_prog(),
+        &["3", "1"],
+        &[],
+    );
+    assert_eq!(q.out.stdout, plain.stdout);
+}
+
+/// After a plain MPI_Init the record says the thread level MPI granted
+/// (`MPI_Query_thread`), here raised to `multiple` through the library's
+/// environment variable; `single` without it.
+#[test]
+fn nonblocking_thread_level_after_mpi_init_is_queried() {
+    let (k, v) = if mpi_flavor() == "mpich" {
+        ("MPIR_CVAR_DEFAULT_THREAD_LEVEL", "MPI_THREAD_MULTIPLE")
+    } else {
+        ("OMPI_MPI_THREAD_LEVEL", "3")
+    };
+    let p = profile_program(
+        "nonblocking_thread_level_queried",
+        2,
+        &req_prog(),
+        &["1", "1"],
+        &[(k, v)],
+    );
+    for r in &p.records {
+        assert_eq!(r.thread_level, "multiple", "rank {}", r.rank);
+    }
+    for r in &req_run().records {
+        assert_eq!(r.thread_level, "single", "rank {}", r.rank);
+    }
+}
