@@ -26,10 +26,17 @@
 //!
 //! A time that lies exactly k bins above the minimum must land in class k. With times such as
 //! 1.000000231e-6 = 1e-6 + 7 x 3.3e-8 stored as binary floating point, (t - min)/w comes out as
-//! 6.999999999999 or 7.000000000001. [`class_index`] therefore snaps a quotient up to the next
-//! integer when it lies below it by less than the rounding error of the computation
-//! (a few ulps of t / w, plus 1e-9 of the quotient); a genuine error that close to a boundary
-//! moves by a billionth of a class at most.
+//! 6.999999999999 or 7.000000000001. [`class_index`] therefore snaps the quotient
+//! x = (t - min) / w up to the next integer when it lies below it by less than
+//!
+//! tol = 1e-9 max(x, 1) + 8 eps max(|t|, |min|) / w   classes (eps = 2^-52),
+//!
+//! the rounding error of the computation: 1e-9 of the quotient for the subtraction and the
+//! division, plus 8 ulps of the larger time, expressed in classes, for the rounding of t and
+//! min themselves (decimal text read back). A genuine error that close below a boundary is
+//! moved up by at most tol: 1e-9 of its class index (at least 1e-9 of a class) plus the ulps
+//! term, which grows with the floor relative to w (t = 1 ms on w = 1 ns: 8 x 2.2e-16 x 1e6
+//! = 1.8e-9 classes; t = 1 s on w = 1 ns: 1.8e-6 classes).
 use serde::Serialize;
 
 use crate::error::StatsError;
