@@ -3,7 +3,10 @@
  * entry point (never wrapped), in the same run, alternating batches; the
  * medians over the repetitions and their difference are printed.
  *
- *   wrapper_cost local     (1 rank)  Iprobe polling, Allreduce and Sendrecv on MPI_COMM_SELF
+ *   wrapper_cost local     (1 rank)  Iprobe polling, Allreduce and Sendrecv on MPI_COMM_SELF;
+ *                                     Irecv + Isend + Waitall on MPI_COMM_SELF (the request
+ *                                     map: two posts, two completions; per call = / 3);
+ *                                     MPI_Test polling of a receive that never completes
  *   wrapper_cost pair      (2 ranks) 0-byte ping-pong, 1-int Allreduce on MPI_COMM_WORLD
  *
  * Output, one line per test on rank 0:
@@ -69,6 +72,38 @@ static void sendrecv_self(int wrapped, int n)
     else
         for (int i = 0; i < n; i++)
             PMPI_Sendrecv(&a, 1, MPI_INT, 0, 5, &b, 1, MPI_INT, 0, 5, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+}
+
+static void requests_self(int wrapped, int n)
+{
+    int a = 1, b;
+    MPI_Request r[2];
+    if (wrapped)
+        for (int i = 0; i < n; i++) {
+            MPI_Irecv(&b, 1, MPI_INT, 0, 6, MPI_COMM_SELF, &r[0]);
+            MPI_Isend(&a, 1, MPI_INT, 0, 6, MPI_COMM_SELF, &r[1]);
+            MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+        }
+    else
+        for (int i = 0; i < n; i++) {
+            PMPI_Irecv(&b, 1, MPI_INT, 0, 6, MPI_COMM_SELF, &r[0]);
+            PMPI_Isend(&a, 1, MPI_INT, 0, 6, MPI_COMM_SELF, &r[1]);
+            PMPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+        }
+}
+
+/* A receive nobody sends to, polled (posted through MPI_, so that the
+ * request map holds it). */
+static MPI_Request pending;
+static int pending_buf;
+
+static void test_poll(int wrapped, int n)
+{
+    int flag;
+    if (wrapped)
+        for (int i = 0; i < n; i++) MPI_Test(&pending, &flag, MPI_STATUS_IGNORE);
+    else
+        for (int i = 0; i < n; i++) PMPI_Test(&pending, &flag, MPI_STATUS_IGNORE);
 }
 
 static void pingpong(int wrapped, int n)
@@ -142,6 +177,11 @@ int main(int argc, char **argv)
         run("iprobe_self", iprobe, 20000, reps, 1);
         run("allreduce_self", allreduce_self, 20000, reps, 1);
         run("sendrecv_self", sendrecv_self, 20000, reps, 1);
+        run("requests_self", requests_self, 10000, reps, 3);
+        MPI_Irecv(&pending_buf, 1, MPI_INT, 0, 79, MPI_COMM_SELF, &pending);
+        run("test_poll", test_poll, 20000, reps, 1);
+        MPI_Cancel(&pending);
+        MPI_Wait(&pending, MPI_STATUS_IGNORE);
     } else if (size >= 2) {
         run("pingpong_0B", pingpong, 5000, reps, 2);
         run("allreduce_1int", allreduce_pair, 5000, reps, 1);

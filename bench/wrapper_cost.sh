@@ -8,7 +8,10 @@
 # over REPS repetitions. The script makes RUNS runs, alternating without and
 # with LD_PRELOAD, for the local tests (1 rank: MPI_Iprobe polling,
 # MPI_Allreduce and MPI_Sendrecv on MPI_COMM_SELF) and the pair tests
-# (2 ranks: 0-byte ping-pong, 1-int MPI_Allreduce), and reports per test the
+# (2 ranks: 0-byte ping-pong, 1-int MPI_Allreduce), the request-map tests
+# (1 rank: MPI_Irecv + MPI_Isend + MPI_Waitall on MPI_COMM_SELF, per call =
+# per wrapped call, a third of an iteration; MPI_Test polling of a pending
+# receive), and reports per test the
 # median ns/call without and with the preload, their difference ("added,
 # across runs") and the median of the in-run MPI_ minus PMPI_ difference
 # ("added, in run": the same process, so less exposed to run-to-run noise).
@@ -50,7 +53,7 @@ prof="$tmp/profile.json"
 {
     echo '{"schema": "mpiover-profile/1", "environment": {}, "method": {"q_max": 0.99}, "entries": ['
     sep=""
-    for f in MPI_Iprobe MPI_Allreduce MPI_Sendrecv MPI_Send MPI_Recv; do
+    for f in MPI_Iprobe MPI_Allreduce MPI_Sendrecv MPI_Send MPI_Recv MPI_Irecv MPI_Isend MPI_Waitall MPI_Test; do
         for b in 1 1000; do
             printf '%s{"function": "%s", "p": 2, "bytes": %d, "n": 200, "n_invalid": 0, "min_s": 1e-8, "median_s": 2e-8, "tmax_s": 5e-8, "model": null, "lambda": null, "chi2": null, "df": null, "accepted": true}\n' "$sep" "$f" "$b"
             sep=","
@@ -89,7 +92,7 @@ echo "# libmpiover wrapper cost: $(grep -m1 'model name' /proc/cpuinfo | cut -d:
 echo "# $(mpirun --version 2>/dev/null | head -1); $RUNS runs x $REPS repetitions; medians, ns per call"
 printf '%-16s %11s %11s %11s %11s %11s %11s %11s\n' test without_ns with_ns \
     with_prof_ns added added_prof added_inrun added_prof_inrun
-for t in iprobe_self allreduce_self sendrecv_self pingpong_0B allreduce_1int; do
+for t in iprobe_self allreduce_self sendrecv_self requests_self test_poll pingpong_0B allreduce_1int; do
     off=$(awk -v t="$t" '$1 == "off" && $2 == t { print $3 }' "$tmp/data" | med)
     on=$(awk -v t="$t" '$1 == "on" && $2 == t { print $3 }' "$tmp/data" | med)
     pr=$(awk -v t="$t" '$1 == "prof" && $2 == t { print $3 }' "$tmp/data" | med)
