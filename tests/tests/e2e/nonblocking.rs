@@ -461,3 +461,41 @@ fn nonblocking_thread_level_after_mpi_init_is_queried() {
         assert_eq!(r.thread_level, "single", "rank {}", r.rank);
     }
 }
+
+/// The Waitall with null and MPI_PROC_NULL requests, and the cancelled
+/// receive, through the Fortran bindings (`mpif.h` and `use mpi_f08`).
+#[test]
+fn nonblocking_fortran_waitall_and_cancel() {
+    let file = "requests_f.F90";
+    let fm = |tag: &str| marker_any(&format!("nonblocking/{file}"), tag);
+    for binding in ["f77", "f08"] {
+        let p = profile_program(
+            &format!("nonblocking_fortran_requests_{binding}"),
+            2,
+            &example_in("nonblocking", &format!("requests_{binding}")),
+            &["5"],
+            &[],
+        );
+        let r0 = &p.records[0];
+        let ctx = format!("{binding}\n{}", req_ctx(&p, r0));
+        let post = |e: &Entry| post_line(r0, e);
+        let w = entries_at(r0, "MPI_Waitall", file, fm("rqf-waitall"));
+        assert_eq!(w.len(), 1, "{ctx}");
+        assert_eq!(
+            (w[0].count, w[0].bytes, w[0].peer, w[0].completes.as_deref()),
+            (5, 8, Some(1), Some("MPI_Irecv")),
+            "{ctx}"
+        );
+        assert_eq!(post(w[0]), Some(fm("rqf-irecv")), "{ctx}");
+        let isend = entries_at(r0, "MPI_Isend", file, fm("rqf-isend-null"));
+        assert_eq!(isend.iter().map(|e| e.count).sum::<u64>(), 5, "{ctx}");
+        let c = entries_at(r0, "MPI_Wait", file, fm("rqf-wait-cancel"));
+        assert_eq!(c.len(), 1, "{ctx}");
+        assert_eq!(
+            (c[0].count, c[0].bytes, c[0].peer, c[0].completes.as_deref()),
+            (5, 0, None, Some("MPI_Irecv")),
+            "{ctx}"
+        );
+        assert_eq!(post(c[0]), Some(fm("rqf-irecv-cancel")), "{ctx}");
+    }
+}
