@@ -342,8 +342,8 @@ fn stopping_rule_stops_near_200() {
 /// lower end is above the earliest point the rule can stop at all. That earliest point is
 /// 125: four tmax values 25 apart need a shortest prefix of 50 = `FitOptions::min_samples`.
 ///
-/// Measured (5 batches of 20): exponential errors of mean 1 us stop at a median of 225 in
-/// every batch; Poisson errors of lambda = 1 tick at 150-175, lambda = 2 at 150. Poisson
+/// Measured (these 3 batches and 5 others of 20): exponential errors of mean 1 us stop at a
+/// median of 200-250; Poisson errors of lambda = 1 tick at 150-200, lambda = 2 at 150. Poisson
 /// stops earlier because its terr,max ~ lambda + z sqrt(lambda) classes is relatively about
 /// twice as precise as the exponential's -ln(1 - q)/lambda (relative standard error
 /// ~0.5/sqrt(N) against 1/sqrt(N) at lambda = 2), so the same 5 % tolerance is met sooner. Before
