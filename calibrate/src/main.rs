@@ -56,8 +56,9 @@ struct Args {
     /// Continue an interrupted run that wrote OUTPUT (same options).
     #[arg(long)]
     resume: bool,
-    /// Reduced grid: every function, p = 2, 3, 4, sizes 1, 1000, 100000; entry budget 1.5 s,
-    /// run budget 110 s unless given.
+    /// Reduced grid: every function, p = 2, 3, 4 (those up to the world size), sizes 1, 1000,
+    /// 100000; at most 400 samples and 1.5 s per entry, paced to 90 s (--pace). No run budget:
+    /// it measures the whole grid (20-40 s with -np 4 on an idle 2-core machine).
     #[arg(long)]
     quick: bool,
     /// Functions to measure (comma-separated, e.g. MPI_Send,Bcast); default all.
@@ -75,7 +76,8 @@ struct Args {
     /// How calls are started together.
     #[arg(long, value_enum, default_value = "window")]
     sync: SyncArg,
-    /// Minimum kept samples per entry.
+    /// Minimum kept samples per entry before the stopping rule may end it (the entry and run
+    /// budgets can still end it earlier: the entry's `stop` says so).
     #[arg(long, default_value_t = 200)]
     min_samples: u64,
     /// Maximum kept samples per entry (default 1000, --quick 400).
@@ -87,10 +89,16 @@ struct Args {
     /// Time budget of one entry, seconds (default 30, --quick 1.5).
     #[arg(long)]
     entry_budget: Option<f64>,
-    /// Time budget of the whole run, seconds (default none, --quick 110); jobs not started
-    /// by then are skipped and listed in the profile.
+    /// Time budget of the whole run, seconds (default none), counted over --resume segments;
+    /// jobs not started by then are skipped and listed in the profile (and said on stderr).
     #[arg(long)]
     time_budget: Option<f64>,
+    /// Target wall time of the run, seconds: each job's budget is at most its share of the time
+    /// left, (S - elapsed) / jobs left (but at least 0.1 s), so that a busy machine makes the
+    /// entries smaller (fewer samples, `stop` = entry_budget) instead of the run longer
+    /// (default none, --quick 90).
+    #[arg(long)]
+    pace: Option<f64>,
     /// Quantile of the error model that defines tmax (0.8 <= q < 1).
     #[arg(long, default_value_t = 0.99)]
     q_max: f64,
@@ -155,6 +163,14 @@ fn main() {
     std::process::exit(code);
 }
 
+/// --quick's target wall time: under the 2 minutes a quick calibration may
+/// take with -np 4 on a 2-core machine, with room for start-up, the clock
+/// synchronization and the per-job fixed costs that pacing cannot shrink.
+const QUICK_PACE_S: f64 = 90.0;
+
+/// Smallest budget pacing gives a job: enough for the warm-up and a batch.
+const PACE_FLOOR_S: f64 = 0.1;
+
 /// Everything that all ranks decide the same way from the arguments.
 struct Plan {
     kinds: Vec<Kind>,
@@ -165,6 +181,7 @@ struct Plan {
     max_samples: u64,
     entry_budget: f64,
     time_budget: Option<f64>,
+    pace: Option<f64>,
 }
 
 fn make_plan(a: &Args, world_size: u32) -> Result<Plan, String> {
@@ -242,6 +259,20 @@ fn make_plan(a: &Args, world_size: u32) -> Result<Plan, String> {
     if !(0.8..1.0).contains(&a.q_max) {
         return Err(format!("--q-max {}: must be in [0.8, 1)", a.q_max));
     }
+    for (name, v) in [
+        ("--entry-budget", a.entry_budget),
+        ("--time-budget", a.time_budget),
+        ("--pace", a.pace),
+    ] {
+        if let Some(v) = v {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!("{name} {v}: must be a positive number of seconds"));
+            }
+        }
+    }
+    if !(a.rel_tol.is_finite() && a.rel_tol > 0.0) {
+        return Err(format!("--rel-tol {}: must be positive", a.rel_tol));
+    }
     if !(a.alpha > 0.0 && a.alpha < 0.5) {
         return Err(format!("--alpha {}: must be in (0, 0.5)", a.alpha));
     }
@@ -260,7 +291,10 @@ fn make_plan(a: &Args, world_size: u32) -> Result<Plan, String> {
         sizes,
         max_samples,
         entry_budget: a.entry_budget.unwrap_or(if a.quick { 1.5 } else { 30.0 }),
-        time_budget: a.time_budget.or(a.quick.then_some(110.0)),
+        // No implicit budget for --quick: a quick run that silently skipped
+        // half its grid looked like success; its limits keep it short instead.
+        time_budget: a.time_budget,
+        pace: a.pace.or(a.quick.then_some(QUICK_PACE_S)),
     })
 }
 
@@ -385,6 +419,7 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
             max_samples: plan.max_samples,
             entry_budget_s: plan.entry_budget,
             time_budget_s: plan.time_budget,
+            pace_s: plan.pace,
             seed,
             quick: a.quick,
             functions: plan.functions.clone(),
@@ -506,9 +541,17 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
         }
     }
 
-    let deadline = plan.time_budget.map_or(f64::INFINITY, |b| t_start + b);
+    // The budget is the whole run's, over all its --resume segments: what
+    // earlier segments spent (their recorded wall time) is already gone.
+    let deadline = plan
+        .time_budget
+        .map_or(f64::INFINITY, |b| t_start + b - prev_wall);
     let mut last_sync = clock::raw_now();
-    let mut window_slack_s = 0.0f64;
+    // Learned window slack per communicator size: the noise a window must
+    // absorb depends on how many ranks share the cores (a 4-rank job on 2
+    // cores needs milliseconds, a pair microseconds), so one size's growth
+    // must not lengthen every other size's windows.
+    let mut window_slack: std::collections::HashMap<u32, f64> = Default::default();
     let mut qpos = 0usize;
     loop {
         // Rank 0 decides: 0 = job, 1 = resync, 2 = done.
@@ -564,9 +607,20 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
             .iter()
             .filter(|&&r| layout.host_of[r as usize] == mine)
             .count() as u32;
+        // Pacing (rank 0 alone decides when an entry ends): this job's share
+        // of the time left, over the jobs left including this one.
+        let entry_budget_s = match plan.pace {
+            Some(pace) if me == 0 => {
+                let spent = prev_wall + (clock::raw_now() - t_start);
+                let left = (queue.len() - qpos + 1) as f64;
+                ((pace - spent) / left).clamp(PACE_FLOOR_S, plan.entry_budget.max(PACE_FLOOR_S))
+            }
+            _ => plan.entry_budget,
+        };
         let job_settings = Settings {
+            entry_budget_s,
             yield_wait: layout.host_cpus > 0 && local > layout.host_cpus,
-            window_slack_s,
+            window_slack_s: window_slack.get(&job.p).copied().unwrap_or(0.0),
             ..settings.clone()
         };
         let outcome = measure::run_job(
@@ -582,11 +636,12 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
             // Learn how much longer than the warm-up estimate windows have to
             // be on this machine now: follow the growth jobs needed, and decay
             // when a job needed none.
+            let slack = window_slack.entry(job.p).or_insert(0.0);
             if out.growths > 0 {
                 let needed = (out.window_s - out.window_base_s).max(0.0);
-                window_slack_s = (0.5 * window_slack_s + 0.5 * needed).min(0.1);
+                *slack = (0.5 * *slack + 0.5 * needed).min(0.1);
             } else if out.windows_invalid * 20 < out.windows {
-                window_slack_s *= 0.8;
+                *slack *= 0.8;
             }
         }
         if let (Some(out), Some(prof)) = (outcome, profile.as_mut()) {
@@ -694,6 +749,24 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
         }
         prof.save_atomic(&a.output)
             .map_err(|e| Fail(e.to_string()))?;
+        if !complete {
+            // Said even with --quiet: the profile has holes (lookups there
+            // interpolate over the missing points or are out of range).
+            let budget = prof
+                .skipped
+                .iter()
+                .filter(|s| s.reason == "time budget")
+                .count();
+            eprintln!(
+                "mpiover-calibrate: warning: {} planned entries not measured ({} by the time \
+                 budget, {} without a valid sample; listed under \"skipped\" in {}); --resume \
+                 with a larger --time-budget measures them",
+                prof.skipped.len(),
+                budget,
+                prof.skipped.len() - budget,
+                a.output.display()
+            );
+        }
         if !a.quiet {
             let n: u64 = prof.entries.iter().map(|e| e.n).sum();
             let inv: u64 = prof.entries.iter().map(|e| e.n_invalid).sum();
@@ -770,6 +843,13 @@ fn start_profile(
         same!(min_samples, "--min-samples");
         same!(max_samples, "--max-samples");
         same!(quick, "--quick");
+        same!(warmup, "--warmup");
+        same!(rel_tol, "--rel-tol");
+        same!(entry_budget_s, "--entry-budget");
+        same!(pace_s, "--pace");
+        // --time-budget may change: it shapes no sample, only how many jobs
+        // run, and resuming a run its budget stopped needs a larger one. It is
+        // the total over all segments (the new value replaces the old).
         if !diffs.is_empty() {
             return Err(format!(
                 "cannot resume {}: options differ: {}",
@@ -791,6 +871,7 @@ fn start_profile(
         if let Some(r) = prof.runs.last_mut() {
             r.resumed += 1;
         }
+        prof.method.time_budget_s = method.time_budget_s;
         Ok(prof)
     } else {
         if a.resume {
@@ -857,6 +938,8 @@ fn make_entry(
         hosts,
         n: sample.len() as u64,
         n_invalid: out.invalid[e],
+        n_late: out.invalid_late[e],
+        n_overrun: out.invalid_overrun[e],
         n_preempted: out.invalid_preempted[e],
         min_s: s.min_s,
         median_s: s.median_s,

@@ -88,7 +88,11 @@ pub struct Outcome {
     pub preempted: u64,
     /// Windows with a preempted rank that were kept (most of their batch was).
     pub preempted_kept: u64,
-    /// Dropped samples per entry that were dropped for preemption alone.
+    /// Dropped samples per entry by reason (exclusive, they sum to
+    /// `invalid`): a rank started late; else the call overran the window;
+    /// else a rank was preempted during its call.
+    pub invalid_late: Vec<u64>,
+    pub invalid_overrun: Vec<u64>,
     pub invalid_preempted: Vec<u64>,
     pub window_s: f64,
     /// First window of the job without the learned slack, seconds.
@@ -114,6 +118,20 @@ pub fn parse_delay(v: &str) -> Result<(i32, u64, f64), String> {
     }
     Ok((r, every, s))
 }
+
+/// `MPIOVER_CALIBRATE_TRACE=1`: rank 0 of each job prints every batch's
+/// window and flag counts on stderr (diagnosing a machine whose windows grow).
+fn trace() -> bool {
+    static T: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *T.get_or_init(|| std::env::var_os("MPIOVER_CALIBRATE_TRACE").is_some_and(|v| v != "0"))
+}
+
+/// Flag vectors of a batch (index * windows + window).
+const ARRIVED_LATE: usize = 0;
+const STARTED_LATE: usize = 1;
+const OVERRUN: usize = 2;
+const PREEMPTED: usize = 3;
+const FLAGS: usize = 4;
 
 /// How far after its window's start a rank may begin its call and still
 /// count as on time: the spin-wait exits within tens of nanoseconds; more
@@ -216,6 +234,8 @@ pub fn run_job(
     let mut out = Outcome {
         samples: vec![Vec::new(); n_entries],
         invalid: vec![0; n_entries],
+        invalid_late: vec![0; n_entries],
+        invalid_overrun: vec![0; n_entries],
         invalid_preempted: vec![0; n_entries],
         ..Default::default()
     };
@@ -257,8 +277,9 @@ pub fn run_job(
         }
         let (start, win, nr) = (hdr[1], hdr[2], hdr[3] as usize);
         let mut dur = vec![0.0f64; nr * slots];
-        // late | overrun | preempted, one vector each.
-        let mut flags = vec![0u8; 3 * nr];
+        // Arrived late | started late | overran | preempted, one vector each
+        // (reduced with MAX, so a flag of any rank flags the window).
+        let mut flags = vec![0u8; FLAGS * nr];
         for i in 0..nr {
             let w = w_count + i as u64;
             let delayed = matches!(s.delay, Some((r, every, _)) if r == s.world_rank && w % every == every - 1);
@@ -269,7 +290,7 @@ pub fn run_job(
                         std::thread::sleep(Duration::from_secs_f64(s.delay.map_or(0.0, |x| x.2)));
                     }
                     if clock.now() > t_start {
-                        flags[i] = 1;
+                        flags[ARRIVED_LATE * nr + i] = 1;
                     } else {
                         wait_until(clock, t_start, s.yield_wait);
                         // The spin ends within a few clock reads of the start;
@@ -277,7 +298,7 @@ pub fn run_job(
                         // (Not with more ranks than cores: there every yield
                         // gives the core away for a time slice.)
                         if watch_preemption && clock.now() - t_start > START_TOLERANCE_S {
-                            flags[i] = 1;
+                            flags[STARTED_LATE * nr + i] = 1;
                         }
                     }
                     // After the wait (which may sleep), before the call.
@@ -296,11 +317,11 @@ pub fn run_job(
                         &mut dur[i * slots..(i + 1) * slots],
                     );
                     if clock.now() - t_start > win {
-                        flags[nr + i] = 1;
+                        flags[OVERRUN * nr + i] = 1;
                     }
                     // After the overrun check: the system call is not the call's time.
                     if watch_preemption && context_switches() != switches {
-                        flags[2 * nr + i] = 1;
+                        flags[PREEMPTED * nr + i] = 1;
                     }
                 }
                 Sync::Barrier => {
@@ -320,7 +341,7 @@ pub fn run_job(
                 }
             }
         }
-        let mut fl = vec![0u8; 3 * nr];
+        let mut fl = vec![0u8; FLAGS * nr];
         mpi::reduce_max_u8(&flags, &mut fl, 0, comm);
         let mut all = vec![0.0f64; if me == 0 { p as usize * nr * slots } else { 1 }];
         mpi::gather_f64s(&dur, &mut all, 0, comm);
@@ -331,17 +352,38 @@ pub fn run_job(
         }
 
         // Rank 0: sort the samples, adapt the window, decide.
-        let n_preempted = fl[2 * nr..].iter().filter(|&&f| f != 0).count();
+        let flag = |f: usize, i: usize| fl[f * nr + i] != 0;
+        let n_preempted = (0..nr).filter(|&i| flag(PREEMPTED, i)).count();
         let drop_preempted = n_preempted * 2 <= nr;
+        // Windows that a longer window would have made valid.
         let mut bad = 0u64;
+        let mut n_arrived = 0usize;
+        let mut n_started = 0usize;
+        let mut n_over = 0usize;
         for i in 0..nr {
-            let late = fl[i] != 0;
-            let over = fl[nr + i] != 0;
-            let preempted = fl[2 * nr + i] != 0;
+            let arrived = flag(ARRIVED_LATE, i);
+            let started = flag(STARTED_LATE, i);
+            let over = flag(OVERRUN, i);
+            let preempted = flag(PREEMPTED, i);
+            n_arrived += arrived as usize;
+            n_started += started as usize;
+            n_over += over as usize;
+            let late = arrived || started;
             let window_bad = late || over;
             let invalid = window_bad || (preempted && drop_preempted);
-            if window_bad {
+            // Growth fixes a window too short for the call and its
+            // bookkeeping (the next rank arrives after the start, or the call
+            // ends after the window), not a rank that lost its core: a spin
+            // that ended late, or a call during which the thread was switched
+            // out, says nothing about the window's length, and growing for it
+            // made the windows of a shared 2-core machine run away to tens of
+            // milliseconds (then a 1.5 s entry budget held 30 windows). When
+            // most of the batch was preempted the switches belong to the call
+            // (kept, see above) and an overrun is the window's fault again.
+            if (arrived || over) && !(preempted && drop_preempted) {
                 bad += 1;
+            }
+            if window_bad {
                 out.late += late as u64;
                 out.overrun += over as u64;
             }
@@ -359,8 +401,16 @@ pub fn run_job(
                             continue;
                         }
                         if invalid {
+                            // One reason per dropped sample, the first that
+                            // applies: late, else overran, else preempted.
                             out.invalid[e] += 1;
-                            out.invalid_preempted[e] += u64::from(!window_bad);
+                            if late {
+                                out.invalid_late[e] += 1;
+                            } else if over {
+                                out.invalid_overrun[e] += 1;
+                            } else {
+                                out.invalid_preempted[e] += 1;
+                            }
                         } else {
                             out.samples[e].push(all[(r as usize * nr + i) * slots + sl]);
                         }
@@ -368,11 +418,20 @@ pub fn run_job(
                 }
             }
         }
+        if trace() {
+            eprintln!(
+                "trace: {} p={p} {bytes}B batch {nr} window {:.1} us: arrived late {n_arrived} \
+                 started late {n_started} overrun {n_over} preempted {n_preempted}{} -> {bad} \
+                 count toward growth",
+                kind.name(),
+                window * 1e6,
+                if drop_preempted { "" } else { " (kept)" }
+            );
+        }
         out.windows += nr as u64;
-        // Late and overrun windows only: what the window size can fix.
         out.windows_invalid += bad;
         if s.sync == Sync::Window {
-            if fl[0] != 0 {
+            if flag(ARRIVED_LATE, 0) {
                 lead = (lead * 2.0).min(0.05);
             }
             if bad * 4 > nr as u64 {

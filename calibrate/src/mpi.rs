@@ -189,15 +189,18 @@ pub fn gather_bytes(send: &[u8], recv: &mut [u8], root: i32, comm: Comm) {
 /// are measuring (this machine may be oversubscribed).
 pub fn wait_sleepy(req: &mut Request) {
     let mut flag: c_int = 0;
-    let mut naps = 0u32;
+    let mut nap_us = 50u64;
     loop {
         unsafe { ffi::PMPI_Test(req, &mut flag, c::status_ignore()) };
         if flag != 0 {
             return;
         }
-        // Short naps first (a turn often comes quickly), then 1 ms.
-        naps += 1;
-        std::thread::sleep(Duration::from_micros(if naps < 20 { 50 } else { 1000 }));
+        // Short naps first (a turn often comes quickly), then doubling up to
+        // 10 ms: a waiting rank that wakes every millisecond takes the core
+        // of a measuring rank that often when ranks outnumber cores (a
+        // preempted window each time); 10 ms costs at most that much per job.
+        std::thread::sleep(Duration::from_micros(nap_us));
+        nap_us = (nap_us * 2).min(10_000);
     }
 }
 

@@ -550,3 +550,177 @@ fn bad_options_are_refused_clearly() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--procs 3"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Load average of the machine (for messages: the machine is shared).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg").unwrap_or_default()
+}
+
+/// `--quick` with -np 4 (issue: a reduced grid that covers every function and
+/// p = 2, 3, 4, under 2 minutes on a 2-core machine): everything planned is
+/// measured, nothing is skipped, and the wall time is printed (not asserted:
+/// the machine is shared; pacing targets 90 s whatever the load).
+#[test]
+fn quick_covers_every_function_and_p_2_3_4() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tmpdir("quick");
+    let f = d.join("q.json");
+    let load_before = loadavg();
+    let t0 = Instant::now();
+    let Some(out) = run(4, &[], &["--quick", "-o", f.to_str().unwrap()]) else {
+        return;
+    };
+    let wall = t0.elapsed().as_secs_f64();
+    ok(&out);
+    let p = Profile::load(&f).unwrap();
+    eprintln!(
+        "--quick -np 4: {wall:.1} s wall (mpirun), {:.1} s recorded, {} entries; load average \
+         before {} after {}",
+        p.runs[0].wall_s,
+        p.entries.len(),
+        load_before.trim(),
+        loadavg().trim()
+    );
+    // Nothing may be skipped for time: --quick has no run budget. An entry
+    // can end without one valid sample only when other work takes the cores
+    // (every window started late or overran: measured beside two parallel
+    // rustc on this 2-core machine, 2 of 225 entries); that is tolerated, and
+    // said, only while the load average exceeded the cores, and only for a
+    // few entries: the profile is then honest about its holes.
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as f64;
+    let load1 = |s: &str| -> f64 {
+        s.split_whitespace()
+            .next()
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let busy = load1(&load_before).max(load1(&loadavg())) > cores;
+    assert!(
+        p.skipped
+            .iter()
+            .all(|s| s.reason.starts_with("no valid sample")),
+        "skipped for another reason: {:?}",
+        p.skipped
+    );
+    if busy && p.skipped.len() * 20 <= 225 {
+        if !p.skipped.is_empty() {
+            eprintln!(
+                "NOTE: {} entries without a valid sample tolerated: the load average exceeded \
+                 the {cores} cores: {:?}",
+                p.skipped.len(),
+                p.skipped
+            );
+        }
+    } else {
+        assert!(
+            p.skipped.is_empty(),
+            "skipped (load average before {}, after {}): {:?}",
+            load_before.trim(),
+            loadavg().trim(),
+            p.skipped
+        );
+    }
+    assert_eq!(p.runs[0].complete, p.skipped.is_empty());
+    assert!(p.method.quick && p.method.time_budget_s.is_none());
+    assert_eq!(p.method.procs, vec![2, 3, 4]);
+    assert_eq!(p.method.sizes, vec![1, 1000, 100_000]);
+    // Every function the interposer attributes, with its roles.
+    let p2p: &[(&str, Option<&str>)] = &[
+        ("MPI_Send", None),
+        ("MPI_Ssend", None),
+        ("MPI_Recv", None),
+        ("MPI_Isend", None),
+        ("MPI_Irecv", None),
+        ("MPI_Wait", Some("MPI_Isend")),
+        ("MPI_Wait", Some("MPI_Irecv")),
+        ("MPI_Sendrecv", None),
+    ];
+    let rooted = [
+        "MPI_Bcast",
+        "MPI_Reduce",
+        "MPI_Gather",
+        "MPI_Gatherv",
+        "MPI_Scatter",
+        "MPI_Scatterv",
+    ];
+    let plain = [
+        "MPI_Allreduce",
+        "MPI_Allgather",
+        "MPI_Allgatherv",
+        "MPI_Alltoall",
+        "MPI_Alltoallv",
+        "MPI_Alltoallw",
+        "MPI_Scan",
+        "MPI_Exscan",
+        "MPI_Reduce_scatter",
+        "MPI_Reduce_scatter_block",
+    ];
+    let mut want = BTreeSet::new();
+    for b in [1u64, 1000, 100_000] {
+        for &(func, role) in p2p {
+            want.insert(Key {
+                function: func.into(),
+                p: 2,
+                bytes: b,
+                role: role.map(String::from),
+                same_host: Some(true),
+            });
+        }
+        for pp in [2u32, 3, 4] {
+            for func in rooted {
+                for role in ["root", "nonroot"] {
+                    want.insert(Key {
+                        function: func.into(),
+                        p: pp,
+                        bytes: b,
+                        role: Some(role.into()),
+                        same_host: None,
+                    });
+                }
+            }
+            for func in plain {
+                want.insert(Key {
+                    function: func.into(),
+                    p: pp,
+                    bytes: b,
+                    role: None,
+                    same_host: None,
+                });
+            }
+        }
+    }
+    for pp in [2u32, 3, 4] {
+        want.insert(Key {
+            function: "MPI_Barrier".into(),
+            p: pp,
+            bytes: 0,
+            role: None,
+            same_host: None,
+        });
+    }
+    let have = keys(&p);
+    let tolerated = |k: &Key| {
+        p.skipped
+            .iter()
+            .any(|s| s.function == k.function && s.p == k.p && s.bytes == k.bytes)
+    };
+    let missing: Vec<String> = want
+        .difference(&have)
+        .filter(|k| !tolerated(k))
+        .map(|k| k.to_string())
+        .collect();
+    assert!(missing.is_empty(), "missing: {missing:?}");
+    let unexpected: Vec<&Key> = have.difference(&want).collect();
+    assert!(unexpected.is_empty(), "unexpected: {unexpected:?}");
+    for e in &p.entries {
+        assert!(e.n > 0 && e.tmax_s >= e.min_s, "{}", e.key());
+        // Every dropped sample has one reason.
+        assert_eq!(
+            e.n_invalid,
+            e.n_late + e.n_overrun + e.n_preempted,
+            "{}",
+            e.key()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -235,6 +235,9 @@ pub struct Method {
     pub entry_budget_s: f64,
     /// Time budget of the whole run, seconds, if any.
     pub time_budget_s: Option<f64>,
+    /// Target wall time the entry budgets were paced to, seconds, if any:
+    /// each job got at most (pace - elapsed) / (jobs left), at least 0.1 s.
+    pub pace_s: Option<f64>,
     /// Seed of the job-order shuffle.
     pub seed: u64,
     /// Whether `--quick` chose the grid.
@@ -345,11 +348,21 @@ pub struct Entry {
     pub hosts: u32,
     /// Kept (valid) samples.
     pub n: u64,
-    /// Samples dropped because their window was invalid (a rank started late
-    /// or overran the window).
+    /// Samples dropped because their window was invalid. Each dropped sample
+    /// is counted under one reason, the first that applies, so that
+    /// `n_invalid = n_late + n_overrun + n_preempted` (profiles written
+    /// before `n_late`/`n_overrun` existed read them as 0).
     pub n_invalid: u64,
-    /// Of those, samples dropped only because a rank was preempted during
-    /// its call (an involuntary context switch): a host shared with other work.
+    /// Dropped because a rank started its call late: it arrived after the
+    /// window's start (the previous window spilled over) or its wait ended
+    /// more than 1 us after it (it lost its core while waiting).
+    #[serde(default)]
+    pub n_late: u64,
+    /// Dropped because (not late, but) a rank's call ended after its window.
+    #[serde(default)]
+    pub n_overrun: u64,
+    /// Dropped only because a rank was preempted during its call (its
+    /// thread's context switches grew): a host shared with other work.
     #[serde(default)]
     pub n_preempted: u64,
     pub min_s: f64,
@@ -405,12 +418,38 @@ pub struct EntryRun {
     pub run: String,
     pub n: u64,
     pub n_invalid: u64,
+    /// Why samples were dropped (see [`Entry`]); 0 in profiles written
+    /// before these were kept per run.
+    #[serde(default)]
+    pub n_late: u64,
+    #[serde(default)]
+    pub n_overrun: u64,
+    #[serde(default)]
+    pub n_preempted: u64,
     pub min_s: f64,
     pub median_s: f64,
     #[serde(default)]
     pub median_ci_s: Option<[f64; 2]>,
     #[serde(default)]
     pub max_s: Option<f64>,
+    #[serde(default)]
+    pub q90_s: Option<f64>,
+    #[serde(default)]
+    pub q99_s: Option<f64>,
+    /// Sum of the run's kept samples and its wall time on the entry, seconds
+    /// (none in profiles written before these were kept per run).
+    #[serde(default)]
+    pub sum_s: Option<f64>,
+    #[serde(default)]
+    pub elapsed_s: Option<f64>,
+    #[serde(default)]
+    pub window_s: Option<f64>,
+    #[serde(default)]
+    pub stop: Option<String>,
+    #[serde(default)]
+    pub hosts: u32,
+    #[serde(default)]
+    pub note: Option<String>,
     pub tmax_s: f64,
     pub model: Option<String>,
     pub lambda: Option<f64>,
@@ -474,10 +513,21 @@ impl Entry {
             run: run.to_string(),
             n: self.n,
             n_invalid: self.n_invalid,
+            n_late: self.n_late,
+            n_overrun: self.n_overrun,
+            n_preempted: self.n_preempted,
             min_s: self.min_s,
             median_s: self.median_s,
             median_ci_s: self.median_ci_s,
             max_s: self.max_s,
+            q90_s: self.q90_s,
+            q99_s: self.q99_s,
+            sum_s: self.sum_s,
+            elapsed_s: self.elapsed_s,
+            window_s: self.window_s,
+            stop: self.stop.clone(),
+            hosts: self.hosts,
+            note: self.note.clone(),
             tmax_s: self.tmax_s,
             model: self.model.clone(),
             lambda: self.lambda,
@@ -1089,7 +1139,10 @@ fn median_of(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Combine per-run summaries into an entry's top-level fields (module docs).
+/// Combine per-run summaries into an entry's top-level fields (module docs,
+/// "Merging runs"): counts and sums are summed, order statistics take the
+/// envelope, and the fit fields come from the run with the largest tmax.
+/// With one run the entry's own fields come back unchanged.
 pub fn combine_runs(base: &Entry, runs: Vec<EntryRun>) -> Entry {
     let mut e = base.clone();
     let top = runs
@@ -1097,15 +1150,33 @@ pub fn combine_runs(base: &Entry, runs: Vec<EntryRun>) -> Entry {
         .max_by(|a, b| a.tmax_s.total_cmp(&b.tmax_s))
         .expect("at least one run")
         .clone();
+    // Some(f(values)) only when every run has the value: a sum or bound over
+    // part of the runs would not describe the `n` samples it sits beside.
+    fn all<T: Copy>(runs: &[EntryRun], get: impl Fn(&EntryRun) -> Option<T>) -> Option<Vec<T>> {
+        runs.iter().map(get).collect()
+    }
     e.n = runs.iter().map(|r| r.n).sum();
     e.n_invalid = runs.iter().map(|r| r.n_invalid).sum();
+    e.n_late = runs.iter().map(|r| r.n_late).sum();
+    e.n_overrun = runs.iter().map(|r| r.n_overrun).sum();
+    e.n_preempted = runs.iter().map(|r| r.n_preempted).sum();
     e.min_s = runs.iter().map(|r| r.min_s).fold(f64::INFINITY, f64::min);
-    e.max_s = runs.iter().filter_map(|r| r.max_s).reduce(f64::max);
+    e.max_s = all(&runs, |r| r.max_s).map(|v| v.into_iter().fold(f64::NEG_INFINITY, f64::max));
     e.median_s = median_of(runs.iter().map(|r| r.median_s).collect());
     e.median_ci_s = runs
         .iter()
         .filter_map(|r| r.median_ci_s)
         .reduce(|a, b| [a[0].min(b[0]), a[1].max(b[1])]);
+    // The pooled sample's q-quantile lies between the runs' smallest and
+    // largest q-quantiles; the largest is kept (an upper bound, the safe side
+    // like tmax).
+    e.q90_s = all(&runs, |r| r.q90_s).map(|v| v.into_iter().fold(f64::NEG_INFINITY, f64::max));
+    e.q99_s = all(&runs, |r| r.q99_s).map(|v| v.into_iter().fold(f64::NEG_INFINITY, f64::max));
+    e.sum_s = all(&runs, |r| r.sum_s).map(|v| v.into_iter().sum());
+    e.elapsed_s = all(&runs, |r| r.elapsed_s).map(|v| v.into_iter().sum());
+    e.window_s = runs.iter().filter_map(|r| r.window_s).reduce(f64::max);
+    e.hosts = runs.iter().map(|r| r.hosts).max().unwrap_or(base.hosts);
+    e.stop = top.stop.clone();
     e.tmax_s = top.tmax_s;
     e.model = top.model.clone();
     e.lambda = top.lambda;
@@ -1115,6 +1186,15 @@ pub fn combine_runs(base: &Entry, runs: Vec<EntryRun>) -> Entry {
     e.bin_width_s = top.bin_width_s;
     e.accepted = runs.iter().all(|r| r.accepted);
     e.fallback = runs.iter().any(|r| r.fallback);
+    e.note = if runs.len() == 1 {
+        top.note.clone()
+    } else {
+        let notes: Vec<String> = runs
+            .iter()
+            .filter_map(|r| r.note.as_ref().map(|n| format!("run {}: {n}", r.run)))
+            .collect();
+        (!notes.is_empty()).then(|| notes.join("; "))
+    };
     e.runs = runs;
     e
 }
@@ -1129,10 +1209,12 @@ impl Profile {
     }
 
     fn entry_runs(&self, e: &Entry) -> Vec<EntryRun> {
-        if e.runs.is_empty() {
-            vec![e.as_run(&self.default_run_id())]
-        } else {
-            e.runs.clone()
+        match e.runs.as_slice() {
+            [] => vec![e.as_run(&self.default_run_id())],
+            // One run: the entry's own fields are that run's, and they may hold
+            // what an older writer did not copy into `runs` (sum_s, q99_s, ...).
+            [r] => vec![e.as_run(&r.run)],
+            _ => e.runs.clone(),
         }
     }
 
@@ -1145,6 +1227,16 @@ impl Profile {
                     "the environments differ: {m} (use --force to merge anyway)"
                 )));
             }
+        }
+        // Not even with `force`: barrier-synchronized samples hold the
+        // barrier's exit skew, window-synchronized ones do not, so pooling
+        // them would describe neither method.
+        if a.method.sync != b.method.sync {
+            return Err(ProfileError::Merge(format!(
+                "the synchronization methods differ (method.sync \"{}\" and \"{}\"): their samples \
+                 are not comparable; calibrate both with the same --sync",
+                a.method.sync, b.method.sync
+            )));
         }
         if (a.method.q_max - b.method.q_max).abs() > 1e-12 {
             return Err(ProfileError::Merge(format!(

@@ -15,6 +15,8 @@ fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> E
         hosts: 1,
         n: 200,
         n_invalid: 3,
+        n_late: 2,
+        n_overrun: 1,
         n_preempted: 0,
         min_s: tmax * 0.5,
         median_s: tmax * 0.6,
