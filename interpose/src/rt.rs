@@ -1054,6 +1054,8 @@ pub struct ThreadState {
     reqs: ReqMap,
     /// Handles of posts to or from `MPI_PROC_NULL` (see `NULL_REQS`).
     null_reqs: [usize; NULL_REQS],
+    /// Where the next one goes (round robin); 0 while there is none.
+    null_next: usize,
     /// Completions of requests that were in neither (posted on another
     /// thread, while recording was off, by an unwrapped call such as
     /// `MPI_File_iwrite`, or dropped from a full map).
@@ -1082,6 +1084,7 @@ impl ThreadState {
             types: TypeCache::new(),
             reqs: ReqMap::new(),
             null_reqs: [0; NULL_REQS],
+            null_next: 0,
             unmatched: 0,
             cancelled: 0,
             snap: Vec::new(),
@@ -1415,16 +1418,18 @@ impl Guard {
         let ts = self.ts();
         if ev.proc_null && !persistent {
             if !ts.null_reqs.contains(&req) {
-                // Keep the first few distinct ones (an MPI that returns
-                // fresh requests for them reuses them for real posts,
-                // which the map finds first).
-                if let Some(s) = ts.null_reqs.iter_mut().find(|s| **s == 0) {
+                // The latest few distinct ones (an MPI that returned fresh
+                // requests for them would reuse those for real posts, which
+                // the map finds first).
+                let k = ts.null_next % NULL_REQS;
+                ts.null_next = k + 1;
+                if let Some(s) = ts.null_reqs.get_mut(k) {
                     *s = req;
                 }
             }
             return;
         }
-        if ts.null_reqs[0] != 0 && ts.null_reqs.contains(&req) {
+        if ts.null_next != 0 && ts.null_reqs.contains(&req) {
             // A shared complete request (e.g. `MPI_Imrecv` of
             // `MPI_MESSAGE_NO_PROC`): not a request of its own.
             return;
@@ -1503,7 +1508,7 @@ impl Guard {
         let ts = self.ts();
         let m = &mut ts.reqs;
         let Some(i) = m.find(req) else {
-            if ts.null_reqs[0] != 0 && ts.null_reqs.contains(&req) {
+            if ts.null_next != 0 && ts.null_reqs.contains(&req) {
                 return;
             }
             ts.unmatched += 1;
