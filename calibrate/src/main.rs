@@ -685,6 +685,8 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
             }
             if let Some(r) = prof.runs.last_mut() {
                 r.wall_s = prev_wall + (clock::raw_now() - t_start);
+                r.kept_windows += out.kept_windows;
+                r.kept_window_s += out.kept_window_s;
             }
             prof.save_atomic(&a.output)
                 .map_err(|e| Fail(e.to_string()))?;
@@ -783,7 +785,14 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
                 clock::raw_now() - t_start,
                 a.output.display()
             );
-            eprintln!("mpiover-calibrate: kept call time {kept:.6} s (sum of the kept samples)");
+            let (windows, per_window) = prof
+                .runs
+                .last()
+                .map_or((0, 0.0), |r| (r.kept_windows, r.kept_window_s));
+            eprintln!(
+                "mpiover-calibrate: kept call time {kept:.6} s (sum of the kept samples), \
+                 {per_window:.6} s in {windows} kept windows (longest rank per window)"
+            );
         }
     }
     Ok(())
@@ -896,6 +905,8 @@ fn start_profile(
             ranks,
             seed: prof.method.seed,
             wall_s: 0.0,
+            kept_windows: 0,
+            kept_window_s: 0.0,
             resumed: 0,
             complete: false,
         });

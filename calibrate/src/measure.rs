@@ -95,6 +95,11 @@ pub struct Outcome {
     pub invalid_overrun: Vec<u64>,
     pub invalid_preempted: Vec<u64>,
     pub window_s: f64,
+    /// Valid windows, and the sum over them of the longest rank's call time
+    /// in the window (its slots summed): the job's call time counted once
+    /// per window, not once per rank (the efficiency's denominator).
+    pub kept_windows: u64,
+    pub kept_window_s: f64,
     /// First window of the job without the learned slack, seconds.
     pub window_base_s: f64,
     pub growths: u32,
@@ -416,6 +421,17 @@ pub fn run_job(
                         }
                     }
                 }
+            }
+            if !invalid {
+                let longest = (0..p as usize)
+                    .map(|r| {
+                        all[(r * nr + i) * slots..(r * nr + i + 1) * slots]
+                            .iter()
+                            .sum()
+                    })
+                    .fold(0.0f64, f64::max);
+                out.kept_windows += 1;
+                out.kept_window_s += longest;
             }
         }
         if trace() {

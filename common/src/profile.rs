@@ -17,8 +17,10 @@
 //!                  tool_version, command, ...},
 //!  "method": {sync, clock_sync, window, q_max, alpha, warmup, min_samples, max_samples,
 //!             entry_budget_s, time_budget_s, seed, functions, procs, sizes, ...},
-//!  "runs": [{id, date, command, seed, wall_s, ...}],          one per calibration run merged in
-//!  "entries": [{function, p, bytes, role, same_host, hosts, n, n_invalid, n_preempted, min_s, median_s,
+//!  "runs": [{id, date, command, seed, wall_s, kept_windows, kept_window_s, ...}],
+//!                                                             one per calibration run merged in
+//!  "entries": [{function, p, bytes, role, same_host, hosts, n, n_invalid, n_late, n_overrun,
+//!               n_preempted, min_s, median_s,
 //!               median_ci_s, max_s, q90_s, q99_s, tmax_s, model, lambda, chi2, df, critical,
 //!               accepted, fallback, bin_width_s, window_s, stop, sum_s, elapsed_s, note,
 //!               runs: [{run, n, n_invalid, min_s, median_s, tmax_s, ...}]}],
@@ -28,8 +30,9 @@
 //! All times are seconds. The file is written with one entry per line so that
 //! it stays readable and diffable; any JSON reader can load it. `n` counts the
 //! kept samples, `n_invalid` the samples dropped because their window was
-//! invalid (a rank started late, overran the window, or was preempted during
-//! its call), `n_preempted` how many of those for preemption alone; `model` is null and `fallback` true when every error model was
+//! invalid, split by reason (`n_late`: a rank started late; else
+//! `n_overrun`: a call ended after the window; else `n_preempted`: a rank was
+//! preempted during its call); `model` is null and `fallback` true when every error model was
 //! rejected by the chi-square test (tmax is then the empirical q_max
 //! quantile); `stop` says why sampling ended (`stable`: the stopping rule of
 //! the statistical core; `max_samples`; `entry_budget`; `time_budget`;
@@ -111,16 +114,30 @@
 //! # Merging runs
 //!
 //! Run-to-run (mpirun-to-mpirun) variation of a few percent is normal (seed
-//! 000). [`Profile::merge`] combines two profiles of the same environment and
-//! q_max: entries with the same key keep every run's sample summary in
-//! `runs`, and the combined fields are: `n`, `n_invalid` summed; `min_s` the
-//! minimum, `max_s` the maximum; `median_s` the median of the runs' medians;
-//! `median_ci_s` the envelope of the runs' intervals; `tmax_s` the **maximum**
-//! of the runs' tmax, with `model`, `lambda`, `chi2`, `df`, `critical` and
-//! `bin_width_s` of the run it came from; `accepted` only if every run's model
-//! was accepted, `fallback` if any run fell back. Taking the maximum means that
-//! run-to-run variation the machine shows under ideal conditions is never
-//! reported as overhead of an application.
+//! 000). [`Profile::merge`] combines two profiles of the same environment
+//! (unless forced), the same q_max and the same `method.sync` (never forced:
+//! barrier-synchronized samples hold the barrier's exit skew). Entries with the
+//! same key keep every run's sample summary in `runs`, and the combined fields
+//! are ([`combine_runs`]):
+//!
+//! - summed: `n`, `n_invalid`, `n_late`, `n_overrun`, `n_preempted`, and
+//!   `sum_s`, `elapsed_s` (none when a run lacks them: a sum over part of the
+//!   runs would not describe the `n` samples beside it);
+//! - envelope: `min_s` the minimum, `max_s` the maximum, `median_ci_s` the
+//!   union of the runs' intervals; `q90_s`, `q99_s` the **maximum** of the
+//!   runs' quantiles (the pooled sample's quantile lies between the runs'
+//!   smallest and largest, so this is an upper bound); `median_s` the median
+//!   of the runs' medians (also between the runs' smallest and largest);
+//!   `window_s` and `hosts` the largest;
+//! - from the run with the largest tmax: `tmax_s` (the **maximum**), `model`,
+//!   `lambda`, `chi2`, `df`, `critical`, `bin_width_s`, `stop`; `accepted`
+//!   only if every run's model was accepted, `fallback` if any run fell back;
+//!   `note` the runs' notes prefixed with their run ids.
+//!
+//! Taking the maximum tmax means that run-to-run variation the machine shows
+//! under ideal conditions is never reported as overhead of an application.
+//! The merged top-level fields are not a fit of the pooled samples (those are
+//! not kept); each run's own summary stays in `runs`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -321,6 +338,14 @@ pub struct RunInfo {
     pub seed: u64,
     /// Wall time of the run, seconds (summed over resumed segments).
     pub wall_s: f64,
+    /// Windows whose samples were kept, and the sum over them of the longest
+    /// rank's call time in the window, seconds (summed over resumed
+    /// segments; 0 in older profiles). Unlike the entries' `sum_s`, which
+    /// pools every rank's overlapping duration, this counts each window's
+    /// call time once: `wall_s / kept_window_s` is the calibration's cost per
+    /// second of calls measured.
+    pub kept_windows: u64,
+    pub kept_window_s: f64,
     /// Number of times the run was resumed with `--resume`.
     pub resumed: u32,
     /// Whether the run measured every planned entry.

@@ -285,6 +285,15 @@ fn merge_keeps_both_runs() {
         e.tmax_s *= 1.1;
         e.min_s *= 0.9;
         e.n = 300;
+        e.n_late = 7;
+        e.n_overrun = 0;
+        e.n_preempted = 4;
+        e.n_invalid = 11;
+        e.q99_s = e.q99_s.map(|q| q * 1.3);
+        e.q90_s = e.q90_s.map(|q| q * 0.8);
+        e.sum_s = e.sum_s.map(|x| x * 1.7);
+        e.stop = Some("max_samples".into());
+        e.note = Some("slow".into());
     }
     b.entries.push(entry("MPI_Scan", 2, 1, None, 1e-6));
     b.invalidate_index();
@@ -297,7 +306,7 @@ fn merge_keeps_both_runs() {
     assert_eq!(e.runs[0].run, "run-a");
     assert_eq!(e.runs[1].run, "run-b");
     assert_eq!(e.n, 500);
-    assert_eq!(e.n_invalid, 6);
+    assert_eq!(e.n_invalid, 14);
     assert!((e.tmax_s - a.entries[0].tmax_s * 1.1).abs() < 1e-18);
     assert!((e.min_s - a.entries[0].min_s * 0.9).abs() < 1e-18);
     assert_eq!(e.median_s, a.entries[0].median_s);
@@ -308,6 +317,52 @@ fn merge_keeps_both_runs() {
             .len(),
         1
     );
+    // Every count and sum is over both runs; quantiles are the larger run's
+    // (an upper bound of the pooled quantile); the fit is the larger tmax's.
+    let (ea, eb) = (&a.entries[0], b.entry(&k).unwrap());
+    assert_eq!(e.n_late, ea.n_late + eb.n_late);
+    assert_eq!(e.n_overrun, ea.n_overrun + eb.n_overrun);
+    assert_eq!(e.n_preempted, ea.n_preempted + eb.n_preempted);
+    assert_eq!(e.n_invalid, e.n_late + e.n_overrun + e.n_preempted);
+    assert_eq!(e.sum_s, Some(ea.sum_s.unwrap() + eb.sum_s.unwrap()));
+    assert_eq!(
+        e.elapsed_s,
+        Some(ea.elapsed_s.unwrap() + eb.elapsed_s.unwrap())
+    );
+    assert_eq!(e.q99_s, Some(ea.q99_s.unwrap().max(eb.q99_s.unwrap())));
+    assert_eq!(e.q90_s, Some(ea.q90_s.unwrap().max(eb.q90_s.unwrap())));
+    assert_eq!(e.stop, eb.stop);
+    assert_eq!(e.note.as_deref(), Some("run run-b: slow"));
+    // Merging is order-independent in everything but the order of `runs`.
+    let m_ba = Profile::merge(&b, &a, false).unwrap();
+    let e_ba = m_ba.entry(&k).unwrap();
+    assert_eq!((e_ba.n, e_ba.sum_s, e_ba.tmax_s), (e.n, e.sum_s, e.tmax_s));
+    // A run without sum_s (an older profile) leaves the merged sum unknown
+    // rather than a sum over part of the samples.
+    let mut old = grid();
+    old.runs[0].id = "run-old".into();
+    for e in &mut old.entries {
+        e.sum_s = None;
+    }
+    assert_eq!(
+        Profile::merge(&a, &old, false)
+            .unwrap()
+            .entry(&k)
+            .unwrap()
+            .sum_s,
+        None
+    );
+    // Different synchronization methods are refused, even with force.
+    let mut sb = grid();
+    sb.runs[0].id = "run-sb".into();
+    sb.method.sync = "barrier".into();
+    for force in [false, true] {
+        let err = Profile::merge(&a, &sb, force).unwrap_err().to_string();
+        assert!(
+            err.contains("method.sync") && err.contains("barrier"),
+            "{err}"
+        );
+    }
     // Merging again with a third run keeps all three summaries.
     let mut c = grid();
     c.runs[0].id = "run-c".into();
@@ -463,4 +518,13 @@ fn lookup_carries_the_weakest_basis_of_the_points_used() {
             fitted: false
         }
     );
+}
+
+#[test]
+fn combining_one_run_gives_the_entry_back() {
+    let mut e = entry("MPI_Bcast", 4, 100, Some("root"), 3e-6);
+    e.note = Some("kept preempted windows".into());
+    e.runs = vec![e.as_run("r1")];
+    let c = combine_runs(&e, e.runs.clone());
+    assert_eq!(c, e);
 }
