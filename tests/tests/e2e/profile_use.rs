@@ -25,6 +25,8 @@ pub(crate) fn point(function: &str, bytes: u64, role: Option<&str>, tmax_s: f64)
         n: 200,
         n_invalid: 0,
         n_preempted: 0,
+        n_late: 0,
+        n_overrun: 0,
         min_s: tmax_s * 0.5,
         median_s: tmax_s * 0.6,
         median_ci_s: None,
