@@ -567,6 +567,10 @@ fn statuses_views(
     }
 }
 
+/// `name` is the wrapped function; `e` its event spec, which for an MPI-4
+/// large-count variant (`MPI_Send_c`) is its base function's (`MPI_Send`):
+/// the event is then recorded as the base function and only the call count
+/// goes to `name`.
 fn gen_event(name: &str, f: &Func, e: &Event) -> String {
     let call: Vec<&str> = f.args.iter().map(|(a, _)| a.as_str()).collect();
     let call = call.join(", ");
@@ -588,13 +592,23 @@ fn gen_event(name: &str, f: &Func, e: &Event) -> String {
          let __r = {pname}({call});\n\
          let __t1 = crate::timer::now();\n\
          let __ra: usize = crate::caller!();\n\
-         let mut __ev = crate::rt::Ev::new(crate::names::FID_{name});\n\
+         let mut __ev = crate::rt::Ev::new(crate::names::FID_{base});\n\
+         __ev.call_fid = crate::names::FID_{name};\n\
          if __r == 0 {{\n{post}}}\n\
          __g.event(__ra, &__ev, __t1.wrapping_sub(__t0));\n\
          {after}\
          __r\n}}\n",
-        args = args.join(", ")
+        args = args.join(", "),
+        base = e.name
     )
+}
+
+/// The event spec of an MPI-4 large-count variant (`MPI_Recv_c`, MPICH 4):
+/// its base function's, when the header has both. The parameter names are
+/// the same; counts are `MPI_Count` and displacements `MPI_Aint`, which the
+/// roles accept.
+fn large_count_base<'a>(name: &str, events: &BTreeMap<&str, &'a Event>) -> Option<&'a Event> {
+    events.get(name.strip_suffix("_c")?).copied()
 }
 
 fn gen_plain(name: &str, f: &Func) -> String {
@@ -1160,7 +1174,11 @@ fn main() {
             continue;
         }
         let f = &funcs[*name];
-        match events.get(name) {
+        match events
+            .get(name)
+            .copied()
+            .or_else(|| large_count_base(name, &events))
+        {
             Some(e) => w.push_str(&gen_event(name, f, e)),
             None => w.push_str(&gen_plain(name, f)),
         }

@@ -1153,7 +1153,12 @@ pub fn threads() -> Vec<*mut ThreadState> {
 
 /// What a wrapper found out about one call.
 pub struct Ev {
+    /// The event's function: the key's and the request map's. An MPI-4
+    /// large-count variant (`MPI_Send_c`) is recorded as its base function
+    /// (`MPI_Send`): same semantics, so the same wait states and profile.
     pub fid: u16,
+    /// The function actually called, for the per-function call counts.
+    pub call_fid: u16,
     pub role: u8,
     pub peer: i32,
     pub p: u32,
@@ -1172,6 +1177,7 @@ impl Ev {
     pub fn new(fid: u16) -> Ev {
         Ev {
             fid,
+            call_fid: fid,
             role: ROLE_NONE,
             peer: NONE_PEER,
             p: 0,
@@ -1374,7 +1380,7 @@ impl Guard {
         let ra = site_of(ra);
         let ts = self.ts();
         ts.updating.store(true, Relaxed);
-        if let Some(f) = ts.funcs.get_mut(ev.fid as usize) {
+        if let Some(f) = ts.funcs.get_mut(ev.call_fid as usize) {
             f[0] += 1;
             f[1] = f[1].wrapping_add(dt);
         }

@@ -15,6 +15,7 @@ mod bytes_peers;
 mod calibrated;
 mod exports;
 mod fortran;
+mod large_count;
 mod nonblocking;
 mod pcontrol;
 mod profile_use;
