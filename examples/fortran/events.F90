@@ -80,7 +80,17 @@ program events
   call MPI_Bcast(d, 10, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD, ierr) ! MPIOVER-EXPECT: ev-bcast
   x = rank
   call MPI_Allreduce(MPI_IN_PLACE, x, 5, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr) ! MPIOVER-EXPECT: ev-allreduce
-  call MPI_Gather(a, 2, MPI_INTEGER, g, 2, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr) ! MPIOVER-EXPECT: ev-gather
+  call MPI_Gather(a(1), 2, MPI_INTEGER, g, 2, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr) ! MPIOVER-EXPECT: ev-gather
+  ! In place at the root, with a send count MPI ignores there: the root's
+  ! bytes are the gathered 16 whatever that count says, which they are only
+  ! if the Fortran MPI_IN_PLACE is recognized. (Both Gathers pass a(1), by
+  ! sequence association: mpif.h's MPI_IN_PLACE is a scalar, and gfortran
+  ! rejects one procedure called with a scalar and an array.)
+  if (rank == 0) then
+    call MPI_Gather(MPI_IN_PLACE, 99999, MPI_INTEGER, g, 2, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr) ! MPIOVER-EXPECT: ev-gather-ip
+  else
+    call MPI_Gather(a(1), 2, MPI_INTEGER, g, 2, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr) ! MPIOVER-EXPECT: ev-gather-ip-nonroot
+  end if
 
   ! A region the profiler must not see.
   call MPI_Pcontrol(0)

@@ -262,6 +262,17 @@ fn fortran_events_have_right_bytes_peers_and_request_links() {
             );
             let g = one(r, "MPI_Gather", "ev-gather");
             assert_eq!((g.bytes, g.role.as_deref()), (gathered, Some(role)));
+            let tag = if role == "root" {
+                "ev-gather-ip"
+            } else {
+                "ev-gather-ip-nonroot"
+            };
+            let g = one(r, "MPI_Gather", tag);
+            assert_eq!(
+                (g.bytes, g.role.as_deref()),
+                (gathered, Some(role)),
+                "{who}: {tag}: MPI_IN_PLACE at the root"
+            );
             // MPI_Pcontrol(0) hides the first barrier.
             let hidden = entries_at(r, "MPI_Barrier", "events.F90", m("ev-hidden"));
             assert!(hidden.is_empty(), "{who}: {hidden:?}");
