@@ -21,6 +21,11 @@ MAX_RSS_MIB=${MAX_RSS_MIB:-1024}
 T=${CARGO_TARGET_DIR:-target}
 command -v python3 >/dev/null || { echo "report_scale: python3 is needed to measure (scripts/setup installs it)" >&2; exit 2; }
 if [[ -n "${DIR:-}" ]]; then
+  # DIR is emptied and refilled: refuse a directory holding anything but records.
+  if [[ -e "$DIR" ]] && find "$DIR" -mindepth 1 -maxdepth 1 ! -name 'rank-*.json' | grep -q .; then
+    echo "report_scale: $DIR holds files other than rank-*.json records; give an empty or new DIR" >&2
+    exit 2
+  fi
   OWN_DIR=0
 else
   DIR=$(mktemp -d); OWN_DIR=1
