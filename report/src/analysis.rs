@@ -247,6 +247,9 @@ struct SiteAcc {
     states: BTreeMap<Option<&'static str>, Fx>,
     peers: HashMap<u32, PeerAcc>,
     per_rank: Vec<RankSite>,
+    /// The worker's record (`Agg::records`) that the last `per_rank` row
+    /// belongs to: the entries of one record are summed into one row.
+    last_record: u64,
     dist: Vec<u64>,
     completes: BTreeSet<String>,
     posted_at: BTreeMap<String, u64>,
@@ -273,6 +276,7 @@ impl SiteAcc {
             states: BTreeMap::new(),
             peers: HashMap::default(),
             per_rank: Vec::new(),
+            last_record: 0,
             dist: vec![0; DIST_BINS],
             completes: BTreeSet::new(),
             posted_at: BTreeMap::new(),
@@ -358,6 +362,8 @@ struct Agg {
     bin_cache: Vec<u16>,
     bin_unit: f64,
     scratch: Vec<(usize, u64)>,
+    /// Records folded so far (numbers them from 1 for `SiteAcc::last_record`).
+    records: u64,
 }
 
 impl Agg {
@@ -525,13 +531,8 @@ impl Agg {
                     .expect("checked by check_record"),
             }
         };
-        struct Local {
-            calls: u64,
-            time: f64,
-            overhead: Option<f64>,
-            root: bool,
-        }
-        let mut local: HashMap<SiteKey, Local> = HashMap::default();
+        self.records += 1;
+        let this_record = self.records;
         let mut event_time = 0.0;
         let mut rank_overhead: Option<f64> = None;
         for e in &rec.entries {
@@ -642,12 +643,19 @@ impl Agg {
                     .entry(Loc::of(s, &e.function).display())
                     .or_default() += e.count;
             }
-            let l = local.entry(key).or_insert(Local {
-                calls: 0,
-                time: 0.0,
-                overhead: None,
-                root: false,
-            });
+            // One row per rank and site: the first entry of this record at
+            // this site opens it, the others add to it.
+            if acc.last_record != this_record {
+                acc.last_record = this_record;
+                acc.per_rank.push(RankSite {
+                    rank: rec.rank,
+                    calls: 0,
+                    time: 0.0,
+                    overhead: None,
+                    root: false,
+                });
+            }
+            let l = acc.per_rank.last_mut().expect("pushed above");
             l.calls += e.count;
             l.time += e.sum_s;
             l.root |= e.role.as_deref() == Some("root");
@@ -656,19 +664,6 @@ impl Agg {
                 *rank_overhead.get_or_insert(0.0) += ev.overhead;
             }
             event_time += e.sum_s;
-        }
-        for (key, l) in local {
-            self.sites
-                .get_mut(&key)
-                .expect("inserted above")
-                .per_rank
-                .push(RankSite {
-                    rank: rec.rank,
-                    calls: l.calls,
-                    time: l.time,
-                    overhead: l.overhead,
-                    root: l.root,
-                });
         }
         self.folded_keys += rec.folded.keys;
         self.folded_calls += rec.folded.calls;
