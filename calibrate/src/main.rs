@@ -4,7 +4,7 @@
 //! ```text
 //! mpirun -np P mpiover-calibrate [--quick] [--functions F,..] [--procs 2,4] [--sizes 1,1Ki]
 //!        [--max-bytes 4Mi] [--sync window|barrier] [--min-samples 200] [--max-samples N]
-//!        [--entry-budget S] [--time-budget S] [--q-max 0.99] [--alpha 0.05] [--seed N]
+//!        [--entry-budget S] [--time-budget S] [--pace S] [--q-max 0.99] [--alpha 0.05] [--seed N]
 //!        [--resume] [--quiet] -o profile.json
 //! ```
 //!

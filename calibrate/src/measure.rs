@@ -10,9 +10,12 @@
 //! late) or the call ended after the window (overran); the flag vectors are
 //! reduced with MAX over the ranks, so one rank's problem invalidates the
 //! window for all, and every sample of an invalid window is dropped and
-//! counted. When more than a quarter of a batch is invalid the window doubles
-//! (SKaMPI: `max(2 w, ...)`). If the first window of a batch starts late the
-//! lead time of the start broadcast doubles.
+//! counted, under one reason (late, else overrun, else preempted). When more
+//! than a quarter of a batch's windows are invalid in a way a longer window
+//! fixes (a rank arrived after the start, or a call overran) the window
+//! doubles (SKaMPI: `max(2 w, ...)`); a rank that lost its core while it
+//! waited or called does not grow it (see below). If the first window of a
+//! batch starts late the lead time of the start broadcast doubles.
 //!
 //! A window is also invalid when a rank was *preempted* during its call: the
 //! thread's context switches (`getrusage(RUSAGE_THREAD)`, involuntary
@@ -35,6 +38,8 @@
 //!
 //! Test-only: `MPIOVER_CALIBRATE_TEST_DELAY="rank:every:seconds"` makes that
 //! world rank sleep before every `every`-th window, so that it starts late.
+//! Diagnosis: `MPIOVER_CALIBRATE_TRACE=1` prints every batch's window and
+//! flag counts (rank 0 of each job, stderr).
 
 use std::time::Duration;
 
