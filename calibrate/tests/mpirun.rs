@@ -152,7 +152,9 @@ fn profile_has_roles_pairs_environment_and_method() {
     let m = &p.method;
     assert_eq!(m.sync, "window");
     assert_eq!((m.q_max, m.alpha, m.min_samples), (0.99, 0.05, 200));
-    assert!(m.quick && m.time_budget_s.is_some());
+    // --quick has no run budget (it measures its whole grid), it is paced.
+    assert!(m.quick && m.time_budget_s.is_none());
+    assert_eq!(m.pace_s, Some(90.0));
     assert_eq!(m.procs, vec![2, 3]);
     let cs = m.clock_sync.as_ref().unwrap();
     assert_eq!(cs.ranks.len(), 3);
@@ -862,23 +864,26 @@ fn time_budget_is_total_and_resume_completes_a_window_sync_run() {
     ];
     // Sizes 1, 10, ..., 90, 100, ..., 900, 1000, ..., 10000 (29) x (Allreduce
     // + Bcast root and nonroot + Send; the Recv of the ping-pong is not asked
-    // for): 87 jobs, several seconds of work, so that a 1.5 s budget (clock
-    // synchronization included) stops the first segment midway.
+    // for): 87 jobs, about 1.5 s on an idle machine, minutes on a busy one.
+    // The budget counts from the start, and --sync-span 1 makes the initial
+    // clock synchronization sleep 0.94 s between its fit points: a 1.25 s
+    // budget leaves about 0.3 s for jobs in a segment, whatever the load.
     let all = 29 * 4;
     let env = [];
+    let budget = ["--sync-span", "1", "--time-budget", "1.25"];
     let with = |extra: &[&'static str]| {
         let mut v: Vec<&str> = grid.to_vec();
         v.extend_from_slice(extra);
         v
     };
-    let Some(out) = run(2, &env, &with(&["--time-budget", "1.5"])) else {
+    let Some(out) = run(2, &env, &with(&budget)) else {
         return;
     };
     ok(&out);
     let first = Profile::load(&f).unwrap();
     assert_eq!(first.method.sizes.len(), 29);
     assert_eq!(first.method.sizes.last(), Some(&10_000));
-    assert_eq!(first.method.time_budget_s, Some(1.5));
+    assert_eq!(first.method.time_budget_s, Some(1.25));
     assert!(!first.runs[0].complete);
     assert!(
         !first.skipped.is_empty() && first.skipped.iter().all(|s| s.reason == "time budget"),
@@ -899,8 +904,9 @@ fn time_budget_is_total_and_resume_completes_a_window_sync_run() {
         );
     }
 
-    // The same budget again: already spent by the first segment.
-    let Some(out) = run(2, &env, &with(&["--time-budget", "1.5", "--resume"])) else {
+    // The same budget again: already spent by the first segment (with a
+    // budget per segment, this one would measure for about 0.3 s).
+    let Some(out) = run(2, &env, &with(&[&budget[..], &["--resume"]].concat())) else {
         return;
     };
     ok(&out);
