@@ -346,8 +346,13 @@ fn busy_host_windows_are_dropped_and_tmax_stays_in_microseconds() {
         "2",
         "--sizes",
         "8",
+        // 3000 windows of a few microseconds: a job spans many time slices
+        // of the busy loops (400 fit inside one slice, and then nothing was
+        // preempted to drop).
+        "--min-samples",
+        "3000",
         "--max-samples",
-        "400",
+        "3000",
         "-o",
         f.to_str().unwrap(),
     ];
