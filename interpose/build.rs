@@ -729,7 +729,8 @@ fn parse_fortran(text: &str) -> Vec<FFunc> {
     out
 }
 
-/// Where Open MPI keeps the Fortran prototypes, if it does.
+/// Where Open MPI keeps the Fortran prototypes, if it does; else the copy in
+/// this crate.
 fn find_fortran_prototypes() -> Option<PathBuf> {
     if let Ok(p) = env::var("MPIOVER_FORTRAN_PROTOTYPES") {
         return Some(PathBuf::from(p)).filter(|p| p.is_file());
@@ -754,7 +755,16 @@ fn find_fortran_prototypes() -> Option<PathBuf> {
         ]
         .map(PathBuf::from),
     );
-    dirs.into_iter().map(|d| d.join(rel)).find(|p| p.is_file())
+    dirs.into_iter()
+        .map(|d| d.join(rel))
+        .find(|p| p.is_file())
+        .or_else(|| {
+            // No Open MPI installed (an MPICH-only machine): the copy of its
+            // PN2 lines kept in the repository (fortran/prototypes_mpi.h).
+            let copy = PathBuf::from(env::var("CARGO_MANIFEST_DIR").ok()?)
+                .join("fortran/prototypes_mpi.h");
+            copy.is_file().then_some(copy)
+        })
 }
 
 /// The Fortran wrapper body of one function, shared by its five entry

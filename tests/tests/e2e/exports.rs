@@ -173,3 +173,48 @@ fn report_side_depends_on_no_mpi_crate() {
         "mpiover-report depends on MPI crates: {mpi:?}"
     );
 }
+
+/// The Fortran wrappers are generated from Open MPI's list of Fortran entry
+/// points (`prototypes_mpi.h`); on a machine without Open MPI (MPICH only) the
+/// build uses the copy in `interpose/fortran/`. That copy must list the same
+/// entry points with the same arguments as the installed file.
+#[test]
+fn vendored_fortran_prototypes_match_the_installed_ones() {
+    let pn2 = |text: &str| -> BTreeSet<String> {
+        text.lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("PN2("))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    let copy = workspace_root().join("interpose/fortran/prototypes_mpi.h");
+    let copy = pn2(&std::fs::read_to_string(&copy).expect("the vendored prototypes"));
+    assert!(copy.len() > 350, "{} entry points in the copy", copy.len());
+    let rel = "openmpi/ompi/mpi/fortran/mpif-h/prototypes_mpi.h";
+    let installed = [
+        "/usr/lib/x86_64-linux-gnu/openmpi/include",
+        "/usr/lib/aarch64-linux-gnu/openmpi/include",
+        "/usr/lib64/openmpi/include",
+        "/usr/include/openmpi",
+    ]
+    .iter()
+    .map(|d| std::path::Path::new(d).join(rel))
+    .find(|p| p.is_file());
+    let Some(installed) = installed else {
+        // Only where Open MPI is installed is there anything to compare.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "Open MPI's prototypes_mpi.h not found under CI (scripts/setup installs libopenmpi-dev)"
+        );
+        eprintln!("Open MPI's prototypes_mpi.h not installed: nothing to compare");
+        return;
+    };
+    let inst = pn2(&std::fs::read_to_string(&installed).expect("read installed prototypes"));
+    let missing: Vec<_> = inst.difference(&copy).collect();
+    let extra: Vec<_> = copy.difference(&inst).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "interpose/fortran/prototypes_mpi.h differs from {}: missing {missing:?}, extra {extra:?}",
+        installed.display()
+    );
+}
