@@ -641,6 +641,20 @@ impl Profile {
             schema: Option<serde_json::Value>,
         }
         let p = || path.to_path_buf();
+        // A JSON list or scalar would otherwise fail with serde's "trailing
+        // characters" (a struct can be read from a sequence), which says
+        // nothing useful: say what the file is not.
+        if let Some(c) = text.trim_start().chars().next().filter(|c| *c != '{') {
+            let what = match c {
+                '[' => "a JSON list",
+                '"' => "a JSON string",
+                _ => "not a JSON object",
+            };
+            return Err(ProfileError::Schema {
+                path: p(),
+                msg: format!("{what}: not an mpiover profile (expected an object with \"schema\": \"{PROFILE_SCHEMA}\")"),
+            });
+        }
         let head: Head = serde_json::from_str(text).map_err(|e| ProfileError::Json {
             path: p(),
             msg: e.to_string(),

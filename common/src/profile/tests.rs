@@ -234,6 +234,15 @@ fn json_roundtrip_and_errors() {
     std::fs::write(dir.join("v2.json"), "{\"schema\": \"mpiover-profile/2\"}").unwrap();
     let v2 = Profile::load(dir.join("v2.json")).unwrap_err().to_string();
     assert!(v2.contains("not supported"), "{v2}");
+    // Regression: a JSON list was "not valid JSON: trailing characters".
+    std::fs::write(dir.join("list.json"), "[1, 2]").unwrap();
+    let list = Profile::load(dir.join("list.json"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        list.contains("list.json") && list.contains("a JSON list") && !list.contains("trailing"),
+        "{list}"
+    );
     let dup = text.replacen(
         "\"entries\": [\n",
         &format!(
