@@ -1,7 +1,11 @@
 //! The timer and the global clock.
 //!
-//! Durations are measured with `clock_gettime(CLOCK_MONOTONIC)` (what the
-//! interposer uses too). For window-based synchronization every rank keeps a
+//! Durations of the measured calls are read with the interposer's own timer
+//! (`mpiover_common::timer`: `rdtsc` where the TSC is constant and non-stop,
+//! else `clock_gettime`, or as `MPIOVER_TIMER` says), so that tmax and a
+//! wrapped call's duration carry the same timer cost and resolution. Window
+//! times are `clock_gettime(CLOCK_MONOTONIC)` seconds (the clock the model
+//! below relates across ranks). For window-based synchronization every rank keeps a
 //! linear model of its clock against rank 0's (the reference, "global" time):
 //!
 //! ```text
@@ -41,27 +45,26 @@ pub fn raw_now() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
-pub const TIMER_NAME: &str = "clock_gettime(CLOCK_MONOTONIC)";
+/// Chooses the duration timer (every rank, before any measurement): the
+/// interposer's, chosen the same way (`MPIOVER_TIMER`, else automatic).
+pub fn init_duration_timer() -> Result<(), String> {
+    let choice = mpiover_common::timer::choice_from_env()
+        .map_err(|v| format!("MPIOVER_TIMER={v:?} is not tsc, clock or auto"))?;
+    mpiover_common::timer::init(choice);
+    Ok(())
+}
 
-/// Resolution (smallest non-zero difference of consecutive reads) and mean
-/// cost of one read, seconds.
-pub fn timer_properties() -> (f64, f64) {
-    let n = 20_000;
-    let mut res = f64::INFINITY;
-    let start = raw_now();
-    let mut prev = start;
-    for _ in 0..n {
-        let t = raw_now();
-        let d = t - prev;
-        if d > 0.0 && d < res {
-            res = d;
-        }
-        prev = t;
-    }
-    let cost = (prev - start) / n as f64;
-    // f64 seconds of CLOCK_MONOTONIC are exact to ~1e-11 s over the uptime;
-    // the clock itself counts nanoseconds.
-    (res.max(1e-9), cost)
+/// Seconds per unit of [`mpiover_common::timer::now`] (the quick estimate of
+/// `init`, some 1e-5 relative: far below the spread of any call time).
+#[inline(always)]
+pub fn duration_unit_s() -> f64 {
+    mpiover_common::timer::unit_quick()
+}
+
+/// Name, resolution and mean cost of one read of the duration timer.
+pub fn timer_properties() -> (&'static str, f64, f64) {
+    let (res, cost) = mpiover_common::timer::characterize(duration_unit_s());
+    (mpiover_common::timer::name(), res, cost)
 }
 
 /// Linear clock model of one rank.

@@ -83,7 +83,7 @@ pub fn gather(world: Comm, command: Vec<String>, date: String) -> (Layout, Envir
 
     let mut env = Environment::default();
     if me == 0 {
-        let (resolution_s, cost_s) = clock::timer_properties();
+        let (timer_name, resolution_s, cost_s) = clock::timer_properties();
         env.ranks_per_host = (0..hosts.len())
             .map(|h| host_of.iter().filter(|&&x| x as usize == h).count() as u32)
             .collect();
@@ -98,7 +98,7 @@ pub fn gather(world: Comm, command: Vec<String>, date: String) -> (Layout, Envir
             ranks: cpu_lists,
         };
         env.timer = TimerInfo {
-            name: clock::TIMER_NAME.to_string(),
+            name: timer_name.to_string(),
             resolution_s,
             cost_s,
         };

@@ -345,6 +345,7 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
     let me = mpi::rank(world);
     let world_size = mpi::size(world) as u32;
     let plan = make_plan(a, world_size).map_err(Fail)?;
+    clock::init_duration_timer().map_err(Fail)?;
     let mut clock = Clock::new(me).map_err(Fail)?;
     let delay = match std::env::var("MPIOVER_CALIBRATE_TEST_DELAY") {
         Ok(v) if !v.trim().is_empty() => Some(measure::parse_delay(&v).map_err(Fail)?),

@@ -233,7 +233,7 @@ pub fn run_job(
     let warm = s.warmup.max(1) as u64;
     for i in 0..warm {
         mpi::barrier(comm);
-        pattern::run_window(kind, comm, me, i, &mut bufs, clock, &mut d);
+        pattern::run_window(kind, comm, me, i, &mut bufs, &mut d);
         if i > 0 || warm == 1 {
             est = est.max(d.iter().sum());
         }
@@ -323,7 +323,6 @@ pub fn run_job(
                         me,
                         w,
                         &mut bufs,
-                        clock,
                         &mut dur[i * slots..(i + 1) * slots],
                     );
                     if clock.now() - t_start > win {
@@ -345,7 +344,6 @@ pub fn run_job(
                         me,
                         w,
                         &mut bufs,
-                        clock,
                         &mut dur[i * slots..(i + 1) * slots],
                     );
                 }

@@ -17,3 +17,4 @@ pub mod profile;
 pub mod record;
 pub mod run;
 pub mod rundir;
+pub mod timer;

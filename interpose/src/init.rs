@@ -129,11 +129,9 @@ fn options(warnings: &mut Vec<String>, print: bool) -> Options {
     };
     o.depth = num("MPIOVER_DEPTH", 1, 64, 1, warnings) as u32;
     o.max_keys = num("MPIOVER_MAX_KEYS", 1, 1 << 20, 4096, warnings) as u32;
-    match std::env::var("MPIOVER_TIMER").as_deref() {
-        Err(_) | Ok("") | Ok("auto") => {}
-        Ok("tsc") | Ok("rdtsc") => o.timer = Some(true),
-        Ok("clock") | Ok("clock_gettime") => o.timer = Some(false),
-        Ok(v) => warn(
+    match crate::timer::choice_from_env() {
+        Ok(choice) => o.timer = choice,
+        Err(v) => warn(
             warnings,
             format!("MPIOVER_TIMER={v:?} is not tsc, clock or auto; using auto"),
             print,

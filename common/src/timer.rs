@@ -1,6 +1,9 @@
-//! The timer of the hot path: `rdtsc` where the TSC is constant and
-//! non-stop (checked in `/proc/cpuinfo`), else `clock_gettime(CLOCK_MONOTONIC)`
-//! in nanoseconds. Both give raw `u64` units; `unit_s` converts them.
+//! The timer of the interposer's hot path: `rdtsc` where the TSC is constant
+//! and non-stop (checked in `/proc/cpuinfo`), else
+//! `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds. Both give raw `u64` units;
+//! `unit_s` converts them. `mpiover-calibrate` times its samples with the same
+//! reads, so that a profile's tmax and a wrapped call's duration are measured
+//! alike (seed 004: what is calibrated must be what the profiler sees).
 //!
 //! The TSC rate is estimated twice: quickly at `MPI_Init` (a ~2 ms busy wait
 //! against `CLOCK_MONOTONIC`, used for the online tmax comparison) and again
@@ -58,6 +61,19 @@ fn tsc_usable() -> bool {
     let flags = info.lines().find(|l| l.starts_with("flags")).unwrap_or("");
     let has = |f: &str| flags.split_whitespace().any(|w| w == f);
     has("constant_tsc") && has("nonstop_tsc")
+}
+
+/// The `MPIOVER_TIMER` setting: `Ok(None)` automatic (unset, empty, `auto`),
+/// `Ok(Some(true))` the TSC, `Ok(Some(false))` `clock_gettime`; `Err` with
+/// the value otherwise. The interposer and mpiover-calibrate read it alike, so
+/// a profile is measured with the timer the run uses.
+pub fn choice_from_env() -> Result<Option<bool>, String> {
+    match std::env::var("MPIOVER_TIMER").as_deref() {
+        Err(_) | Ok("") | Ok("auto") => Ok(None),
+        Ok("tsc") | Ok("rdtsc") => Ok(Some(true)),
+        Ok("clock") | Ok("clock_gettime") => Ok(Some(false)),
+        Ok(v) => Err(v.to_string()),
+    }
 }
 
 /// Chooses the timer and makes the quick rate estimate. `choice` is the
