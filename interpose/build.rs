@@ -593,13 +593,19 @@ fn gen_event(name: &str, f: &Func, e: &Event) -> String {
          let __t1 = crate::timer::now();\n\
          let __ra: usize = crate::caller!();\n\
          let mut __ev = crate::rt::Ev::new(crate::names::FID_{base});\n\
-         __ev.call_fid = crate::names::FID_{name};\n\
+         {call_fid}\
          if __r == 0 {{\n{post}}}\n\
          __g.event(__ra, &__ev, __t1.wrapping_sub(__t0));\n\
          {after}\
          __r\n}}\n",
         args = args.join(", "),
-        base = e.name
+        base = e.name,
+        // Only a large-count variant counts its calls apart from its event.
+        call_fid = if e.name == name {
+            String::new()
+        } else {
+            format!("__ev.call_fid = crate::names::FID_{name};\n")
+        }
     )
 }
 

@@ -54,16 +54,9 @@ pub fn init_duration_timer() -> Result<(), String> {
     Ok(())
 }
 
-/// Seconds per unit of [`mpiover_common::timer::now`] (the quick estimate of
-/// `init`, some 1e-5 relative: far below the spread of any call time).
-#[inline(always)]
-pub fn duration_unit_s() -> f64 {
-    mpiover_common::timer::unit_quick()
-}
-
 /// Name, resolution and mean cost of one read of the duration timer.
 pub fn timer_properties() -> (&'static str, f64, f64) {
-    let (res, cost) = mpiover_common::timer::characterize(duration_unit_s());
+    let (res, cost) = mpiover_common::timer::characterize(mpiover_common::timer::unit_quick());
     (mpiover_common::timer::name(), res, cost)
 }
 

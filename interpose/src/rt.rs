@@ -971,7 +971,7 @@ impl ReqMap {
                 return;
             };
             if s.handle == 0 {
-                if self.len + 1 >= REQ_SLOTS * 7 / 8 {
+                if self.len >= REQ_CAPACITY {
                     self.dropped += 1;
                     return;
                 }
@@ -1060,8 +1060,6 @@ pub struct ThreadState {
     /// thread, while recording was off, by an unwrapped call such as
     /// `MPI_File_iwrite`, or dropped from a full map).
     pub unmatched: u64,
-    /// Completions of cancelled requests.
-    pub cancelled: u64,
     snap: Vec<usize>,
     statuses: Vec<MPI_Status>,
     /// Fortran statuses for calls whose caller passed `MPI_STATUSES_IGNORE`,
@@ -1086,7 +1084,6 @@ impl ThreadState {
             null_reqs: [0; NULL_REQS],
             null_next: 0,
             unmatched: 0,
-            cancelled: 0,
             snap: Vec::new(),
             statuses: Vec::new(),
             fstatuses: Vec::new(),
@@ -1120,13 +1117,12 @@ impl ThreadState {
         self.table.clear();
         self.reqs.dropped = 0;
         self.unmatched = 0;
-        self.cancelled = 0;
     }
 
     /// (posts not remembered because the map was full, completions of
-    /// unknown requests, completions of cancelled requests).
-    pub fn request_counts(&self) -> (u64, u64, u64) {
-        (self.reqs.dropped, self.unmatched, self.cancelled)
+    /// unknown requests).
+    pub fn request_counts(&self) -> (u64, u64) {
+        (self.reqs.dropped, self.unmatched)
     }
 
     /// Whether this thread's data belongs to the current reset epoch.
@@ -1540,7 +1536,6 @@ impl Guard {
         if r.cancel && !st.is_null() {
             let mut flag: core::ffi::c_int = 0;
             if PMPI_Test_cancelled(st, &mut flag) == 0 && flag != 0 {
-                ts.cancelled += 1;
                 merge_done(ev, &r, 0, NONE_PEER);
                 return;
             }

@@ -105,7 +105,7 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
             acc[0] += f[0];
             acc[1] = acc[1].wrapping_add(f[1]);
         }
-        let (d, u, _) = ts.request_counts();
+        let (d, u) = ts.request_counts();
         dropped += d;
         unmatched += u;
         folded.calls += ts.table.folded_calls;

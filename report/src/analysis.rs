@@ -247,9 +247,6 @@ struct SiteAcc {
     states: BTreeMap<Option<&'static str>, Fx>,
     peers: HashMap<u32, PeerAcc>,
     per_rank: Vec<RankSite>,
-    /// The worker's record (`Agg::records`) that the last `per_rank` row
-    /// belongs to: the entries of one record are summed into one row.
-    last_record: u64,
     dist: Vec<u64>,
     completes: BTreeSet<String>,
     posted_at: BTreeMap<String, u64>,
@@ -276,7 +273,6 @@ impl SiteAcc {
             states: BTreeMap::new(),
             peers: HashMap::default(),
             per_rank: Vec::new(),
-            last_record: 0,
             dist: vec![0; DIST_BINS],
             completes: BTreeSet::new(),
             posted_at: BTreeMap::new(),
@@ -362,8 +358,6 @@ struct Agg {
     bin_cache: Vec<u16>,
     bin_unit: f64,
     scratch: Vec<(usize, u64)>,
-    /// Records folded so far (numbers them from 1 for `SiteAcc::last_record`).
-    records: u64,
 }
 
 impl Agg {
@@ -531,8 +525,6 @@ impl Agg {
                     .expect("checked by check_record"),
             }
         };
-        self.records += 1;
-        let this_record = self.records;
         let mut event_time = 0.0;
         let mut rank_overhead: Option<f64> = None;
         for e in &rec.entries {
@@ -643,10 +635,10 @@ impl Agg {
                     .entry(Loc::of(s, &e.function).display())
                     .or_default() += e.count;
             }
-            // One row per rank and site: the first entry of this record at
-            // this site opens it, the others add to it.
-            if acc.last_record != this_record {
-                acc.last_record = this_record;
+            // One row per rank and site: a record's entries are folded one
+            // after another and its rank is unique in a run, so the site's
+            // last row is this record's if it has one.
+            if acc.per_rank.last().map(|r| r.rank) != Some(rec.rank) {
                 acc.per_rank.push(RankSite {
                     rank: rec.rank,
                     calls: 0,

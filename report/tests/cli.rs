@@ -34,6 +34,14 @@ fn write_fixture(dir: &Path, online: bool) {
     }
 }
 
+/// `DIR/run` holding the offline fixture run; returns it and its MPI library.
+fn fixture_run_in(d: &Path) -> (std::path::PathBuf, String) {
+    let run = d.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    write_fixture(&run, false);
+    (run, synth::fixture_run(false)[0].mpi_library.clone())
+}
+
 /// Exit 2, exactly one line on stderr, starting `mpiover: error:` and
 /// containing every `needle`; nothing on stdout.
 fn assert_error(out: &Output, needles: &[&str]) {
@@ -391,11 +399,8 @@ fn json_of(out: &Output) -> serde_json::Value {
 #[test]
 fn a_profile_for_another_mpi_is_a_warning() {
     let d = tmp("other-mpi");
-    let run = d.join("run");
-    std::fs::create_dir_all(&run).unwrap();
-    write_fixture(&run, false);
+    let (run, own_lib) = fixture_run_in(&d);
     let rs = run.to_str().unwrap();
-    let own_lib = synth::fixture_run(false)[0].mpi_library.clone();
     let own = d.join("own.json");
     write_fixture_profile(&own, &own_lib);
     let other = d.join("mpich.json");
@@ -511,12 +516,10 @@ fn a_json_file_that_is_not_a_profile() {
 #[test]
 fn q_changes_tmax_and_overhead() {
     let d = tmp("q");
-    let run = d.join("run");
-    std::fs::create_dir_all(&run).unwrap();
-    write_fixture(&run, false);
+    let (run, lib) = fixture_run_in(&d);
     let rs = run.to_str().unwrap();
     let prof = d.join("profile.json");
-    write_fixture_profile(&prof, &synth::fixture_run(false)[0].mpi_library);
+    write_fixture_profile(&prof, &lib);
     let ps = prof.to_str().unwrap();
     let at = |q: &str| {
         json_of(&mpiover(&[
