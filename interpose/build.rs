@@ -492,10 +492,18 @@ fn event_parts(name: &str, f: &Func, e: &Event) -> Parts {
             .as_ref()
             .map(|c| format!("{c}.bits()"))
             .unwrap_or_else(|| "0".into());
-        let recv = e.recv.is_some() && e.send.is_none();
+        // A point-to-point receive or send, or a non-blocking collective:
+        // the completion's tmax is composed differently for each.
+        let kind = if mpiover_common::completion::blocking_twin(e.name).is_some() {
+            "Collective"
+        } else if e.recv.is_some() && e.send.is_none() {
+            "Recv"
+        } else {
+            "Send"
+        };
         writeln!(
             after,
-            "if __r == 0 && !{q}.is_null() {{ __g.post(&__ev, {cb}, (*{q}).bits(), {}, {recv}, __ra); }}",
+            "if __r == 0 && !{q}.is_null() {{ __g.post(&__ev, {cb}, (*{q}).bits(), {}, crate::rt::Posted::{kind}, __ra); }}",
             e.persistent
         )
         .unwrap();

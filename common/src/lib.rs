@@ -5,12 +5,15 @@
 //!   every call and the report re-analyses against any tmax.
 //! - [`record`]: the per-rank run record (`mpiover-record/1`), written by
 //!   `libmpiover.so` and read by `mpiover report`.
+//! - [`completion`]: which profile entries a key is looked up under, and the
+//!   tmax of a completion composed from what it completed.
 //! - [`functions`]: the catalogue of communication events and their class
 //!   (what a wait in them means).
 //! - [`profile`]: the calibrated tmax profile (`mpiover-profile/1`) and its lookup.
 //! - [`run`]: loading and checking a run directory (all ranks' records).
 //! - [`rundir`]: the default run-directory name.
 
+pub mod completion;
 pub mod functions;
 pub mod histogram;
 pub mod profile;

@@ -1097,7 +1097,9 @@ impl Index {
         let tables = points
             .into_iter()
             .map(|(k, rows)| {
-                let p2p = is_point_to_point(&k.0);
+                // An exchange's p is its neighbour count: it matters like a
+                // collective's communicator size.
+                let p2p = is_point_to_point(&k.0) && k.1.as_deref() != Some("exchange");
                 let rows = rows
                     .into_iter()
                     .map(|(p, pts)| Row {

@@ -156,6 +156,17 @@ pub struct Entry {
     pub completes: Option<String>,
     /// For completions: the site where that request was posted.
     pub post_site: Option<u32>,
+    /// For completions: what one call completed (how many requests, of
+    /// which kind); the tmax of a completion is composed from it. Absent for
+    /// other functions and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<crate::completion::Requests>,
+    /// For posts (`MPI_Isend`, `MPI_Irecv`, ...): the site of the completion
+    /// call that completed this key's requests (the last one seen, when
+    /// several did), so the report can tell a completion which lines posted
+    /// what it waited for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<u32>,
     pub count: u64,
     pub sum_s: f64,
     pub min_s: f64,
@@ -172,6 +183,13 @@ pub struct Entry {
     /// records without a profile and in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tmax_basis: Option<crate::profile::Basis>,
+    /// When tmax was composed from other measurements rather than measured
+    /// (`crate::completion`): the rule used. Absent when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmax_composed: Option<String>,
+    /// Why a key of a function the profile should cover has no tmax.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmax_missing: Option<String>,
     pub hist: Histogram,
 }
 

@@ -1,4 +1,4 @@
-//! Online overhead (issue 4, DESIGN.md §2 item 10). `MPIOVER_PROFILE` names a
+//! Online overhead. `MPIOVER_PROFILE` names a
 //! calibrated profile (`mpiover_common::profile`); it is loaded at `MPI_Init`
 //! ([`load`]) and checked against this run's environment. When a key is
 //! created the interposer asks once ([`tmax`]) for the tmax of the key's
@@ -12,11 +12,11 @@
 //!
 //! - bytes: the record's bytes (what the rank moves in all) converted to the
 //!   per-rank block with `mpiover_common::functions::profile_bytes`;
-//! - completions (`MPI_Wait*`, `MPI_Test*`) that completed requests of one
-//!   kind: function `MPI_Wait` with role = the completed request's function
-//!   (`MPI_Irecv`); a persistent request's `*_init` counts as its
-//!   non-blocking twin (`MPI_Recv_init` as `MPI_Irecv`); p and bytes are the
-//!   request's (for several requests, their sum of bytes);
+//! - completions (`MPI_Wait*`, `MPI_Test*`): from what one call completed
+//!   (how many requests, receives and sends, their bytes), by the rule of
+//!   `mpiover_common::completion` (a single request's measured wait, a
+//!   measured exchange of k neighbours, or a composed value with its rule
+//!   in the record's `tmax_composed`);
 //! - rooted collectives: role `root` / `nonroot`;
 //! - point-to-point: whether the peer shares the host is not known here, so
 //!   the profile's cross-host entries are used when it has both kinds (the
@@ -31,7 +31,7 @@
 use std::os::raw::c_int;
 use std::sync::OnceLock;
 
-use mpiover_common::profile::{self, Binding, Environment, Lookup, Profile};
+use mpiover_common::profile::{self, Binding, Environment, Profile};
 use mpiover_common::record::ProfileUse;
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
@@ -53,26 +53,23 @@ pub fn active() -> bool {
     PROFILE.get().is_some()
 }
 
-/// The tmax lookup (seconds, whether it fell outside the measured range, how
-/// the entries were estimated) for a key of `function` (`completes`: the
-/// completed requests' function, for completions); `None` without a profile
-/// or an entry for it.
+/// The tmax of a key (seconds, whether it fell outside the measured range,
+/// how the entries were estimated, and the rule when it was composed, see
+/// `mpiover_common::completion`), or why there is none; `None` without a
+/// profile.
 pub fn tmax(
-    function: &str,
-    p: u32,
-    bytes: u64,
-    role: Option<&str>,
-    completes: Option<&str>,
-) -> Option<Lookup> {
+    k: &mpiover_common::completion::KeyRef,
+) -> Option<Result<mpiover_common::completion::Resolved, mpiover_common::completion::Missing>> {
     let prof = PROFILE.get()?;
-    let (function, role, bytes) =
-        mpiover_common::functions::profile_key(function, role, completes, p, bytes);
-    let l = prof.tmax(function, p, bytes, role)?;
-    if l.tmax_s.is_finite() && l.tmax_s >= 0.0 {
-        Some(l)
-    } else {
-        None
-    }
+    Some(mpiover_common::completion::resolve(prof, k).and_then(|r| {
+        if r.lookup.tmax_s.is_finite() && r.lookup.tmax_s >= 0.0 {
+            Ok(r)
+        } else {
+            Err(mpiover_common::completion::Missing(
+                "the profile's tmax is not a number",
+            ))
+        }
+    }))
 }
 
 fn processor_name() -> String {

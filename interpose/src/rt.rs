@@ -306,9 +306,26 @@ pub struct Key {
     pub fid: u16,
     pub completes: u16,
     pub role: u8,
+    /// Completions: requests completed per call, and of them point-to-point
+    /// receives and sends (saturating); 0 for other functions.
+    pub nreq: u16,
+    pub nrecv: u16,
+    pub nsend: u16,
 }
 
 impl Key {
+    /// What a completion key completed per call; `None` for other
+    /// functions (not on the hot path: once per new key and at the end).
+    pub fn requests(&self, function: &str) -> Option<mpiover_common::completion::Requests> {
+        mpiover_common::completion::is_completion(function).then_some(
+            mpiover_common::completion::Requests {
+                n: self.nreq as u32,
+                recv: self.nrecv as u32,
+                send: self.nsend as u32,
+            },
+        )
+    }
+
     #[inline(always)]
     fn hash(&self) -> u64 {
         const K: u64 = 0x517c_c1b7_2722_0a95;
@@ -320,6 +337,9 @@ impl Key {
             ^ (self.fid as u64 | ((self.completes as u64) << 16) | ((self.role as u64) << 32)))
             .wrapping_mul(K);
         h = (h.rotate_left(5) ^ self.post_ra as u64).wrapping_mul(K);
+        h = (h.rotate_left(5)
+            ^ (self.nreq as u64 | ((self.nrecv as u64) << 16) | ((self.nsend as u64) << 32)))
+            .wrapping_mul(K);
         h
     }
 }
@@ -336,6 +356,13 @@ pub struct Agg {
     /// tmax in raw units, `u64::MAX` when there is none.
     pub tmax: u64,
     pub tmax_s: Option<mpiover_common::profile::Lookup>,
+    /// The rule tmax was composed by (`mpiover_common::completion`), or why
+    /// there is none, when a profile is in use.
+    pub tmax_composed: Option<&'static str>,
+    pub tmax_missing: Option<&'static str>,
+    /// Posts: the site of the completion that completed this key's
+    /// requests (0: none seen yet; the latest one wins).
+    pub done_ra: usize,
     /// Dense histogram: (count, sum) of buckets `lo..lo + hist.len()`.
     pub hist_lo: u32,
     pub hist: Vec<[u64; 2]>,
@@ -343,7 +370,7 @@ pub struct Agg {
 
 impl Agg {
     fn new(key: Key) -> Agg {
-        let tmax_s = if key.fid == FID_OTHER {
+        let resolved = if key.fid == FID_OTHER {
             None
         } else {
             let completes = if key.completes < MIXED_FN {
@@ -351,13 +378,20 @@ impl Agg {
             } else {
                 None
             };
-            crate::profile_hook::tmax(
-                FN_NAMES.get(key.fid as usize).copied().unwrap_or("?"),
-                key.p,
-                key.bytes,
-                role_name(key.role),
+            let function = FN_NAMES.get(key.fid as usize).copied().unwrap_or("?");
+            crate::profile_hook::tmax(&mpiover_common::completion::KeyRef {
+                function,
+                p: key.p,
+                bytes: key.bytes,
+                role: role_name(key.role),
                 completes,
-            )
+                requests: key.requests(function),
+            })
+        };
+        let (tmax_s, tmax_composed, tmax_missing) = match resolved {
+            Some(Ok(r)) => (Some(r.lookup), r.composed, None),
+            Some(Err(m)) => (None, None, Some(m.0)),
+            None => (None, None, None),
         };
         let tmax = match tmax_s {
             Some(l) if l.tmax_s.is_finite() && l.tmax_s >= 0.0 => {
@@ -380,6 +414,9 @@ impl Agg {
             over: 0,
             tmax,
             tmax_s,
+            tmax_composed,
+            tmax_missing,
+            done_ra: 0,
             hist_lo: 0,
             hist: Vec::new(),
         }
@@ -479,26 +516,28 @@ impl Table {
         }
     }
 
+    /// Adds a call under `key`; returns the index of its entry, or
+    /// `usize::MAX` when the key was folded into `other`.
     #[inline(always)]
-    fn add(&mut self, key: &Key, dt: u64) {
+    fn add(&mut self, key: &Key, dt: u64) -> usize {
         if let Some(e) = self.entries.get_mut(self.last) {
             if e.key == *key {
                 e.add(dt);
-                return;
+                return self.last;
             }
         }
         self.add_slow(key, dt)
     }
 
     #[inline(never)]
-    fn add_slow(&mut self, key: &Key, dt: u64) {
+    fn add_slow(&mut self, key: &Key, dt: u64) -> usize {
         let h = key.hash();
         let mask = self.slots.len() - 1;
         let mut i = (h >> self.shift) as usize;
         loop {
             let s = match self.slots.get(i & mask) {
                 Some(&s) => s,
-                None => return,
+                None => return usize::MAX,
             };
             if s == 0 {
                 break;
@@ -508,7 +547,7 @@ impl Table {
                 if e.key == *key {
                     e.add(dt);
                     self.last = idx;
-                    return;
+                    return idx;
                 }
             }
             i += 1;
@@ -524,9 +563,10 @@ impl Table {
                 e.add(dt);
             }
             self.last = idx;
-            return;
+            return idx;
         }
         self.fold(h, dt);
+        usize::MAX
     }
 
     #[cold]
@@ -542,6 +582,9 @@ impl Table {
                 fid: FID_OTHER,
                 completes: NONE_FN,
                 role: ROLE_NONE,
+                nreq: 0,
+                nrecv: 0,
+                nsend: 0,
             }));
         }
         if let Some(e) = self.entries.get_mut(self.other) {
@@ -900,6 +943,11 @@ pub struct ReqInfo {
     pub fid: u16,
     pub persistent: bool,
     pub recv: bool,
+    /// A point-to-point request (not a non-blocking collective's).
+    pub p2p: bool,
+    /// Index of the posting key's entry in the thread's table
+    /// (`usize::MAX`: none), checked against `ra` and `fid` before use.
+    pub agg: usize,
     /// A persistent request between `MPI_Start` and its completion.
     pub active: bool,
     /// `MPI_Cancel` was called on it: its completion checks the status.
@@ -921,6 +969,8 @@ impl ReqInfo {
         fid: 0,
         persistent: false,
         recv: false,
+        p2p: false,
+        agg: usize::MAX,
         active: false,
         cancel: false,
         proc_null: false,
@@ -1061,6 +1111,12 @@ pub struct ThreadState {
     /// `MPI_File_iwrite`, or dropped from a full map).
     pub unmatched: u64,
     snap: Vec<usize>,
+    /// Entry index of the latest event (`usize::MAX`: folded), for `post`.
+    last_event: usize,
+    /// Posting entries (index, site, function) of the requests the current
+    /// completion call completed; drained by its `event`. Bounded by the
+    /// largest request count of one call.
+    done: Vec<(usize, usize, u16)>,
     statuses: Vec<MPI_Status>,
     /// Fortran statuses for calls whose caller passed `MPI_STATUSES_IGNORE`,
     /// and completed indices converted to C's (from 0).
@@ -1085,6 +1141,8 @@ impl ThreadState {
             null_next: 0,
             unmatched: 0,
             snap: Vec::new(),
+            last_event: usize::MAX,
+            done: Vec::new(),
             statuses: Vec::new(),
             fstatuses: Vec::new(),
             findices: Vec::new(),
@@ -1147,6 +1205,17 @@ pub fn threads() -> Vec<*mut ThreadState> {
 // The event being recorded
 // ---------------------------------------------------------------------------
 
+/// What a posting call posted (the completion's tmax and wait state depend on it).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Posted {
+    /// A point-to-point send (`MPI_Isend`, `MPI_Send_init`, ...).
+    Send,
+    /// A point-to-point receive (`MPI_Irecv`, `MPI_Imrecv`, `MPI_Recv_init`).
+    Recv,
+    /// A non-blocking collective.
+    Collective,
+}
+
 /// What a wrapper found out about one call.
 pub struct Ev {
     /// The event's function: the key's and the request map's. An MPI-4
@@ -1164,6 +1233,9 @@ pub struct Ev {
     pub post_ra: usize,
     /// Completions seen so far (for merging several into one key).
     pub n_done: u32,
+    /// Of them, point-to-point receives and sends.
+    pub n_recv: u32,
+    pub n_send: u32,
     /// A point-to-point call to or from `MPI_PROC_NULL`.
     pub proc_null: bool,
 }
@@ -1182,6 +1254,8 @@ impl Ev {
             completes: NONE_FN,
             post_ra: 0,
             n_done: 0,
+            n_recv: 0,
+            n_send: 0,
             proc_null: false,
         }
     }
@@ -1384,6 +1458,7 @@ impl Guard {
             MIXED_FN => (NONE_FN, 0),
             c => (c, ev.post_ra),
         };
+        let sat = |n: u32| n.min(u16::MAX as u32) as u16;
         let key = Key {
             ra,
             post_ra,
@@ -1393,8 +1468,24 @@ impl Guard {
             fid: ev.fid,
             completes,
             role: ev.role,
+            nreq: sat(ev.n_done),
+            nrecv: sat(ev.n_recv),
+            nsend: sat(ev.n_send),
         };
-        ts.table.add(&key, dt);
+        let idx = ts.table.add(&key, dt);
+        ts.last_event = idx;
+        if !ts.done.is_empty() {
+            // The posting keys of what this completion completed learn
+            // where they were completed.
+            let entries = &mut ts.table.entries;
+            for (i, post_ra, fid) in ts.done.drain(..) {
+                if let Some(e) = entries.get_mut(i) {
+                    if e.key.ra == post_ra && e.key.fid == fid {
+                        e.done_ra = ra;
+                    }
+                }
+            }
+        }
         ts.updating.store(false, Relaxed);
     }
 
@@ -1411,9 +1502,10 @@ impl Guard {
         comm: usize,
         req: usize,
         persistent: bool,
-        recv: bool,
+        kind: Posted,
         ra: usize,
     ) {
+        let (recv, p2p) = (kind == Posted::Recv, kind != Posted::Collective);
         if req == 0 || req == consts::request_null().bits() {
             return;
         }
@@ -1437,6 +1529,8 @@ impl Guard {
             return;
         }
         let ra = site_of(ra);
+        // The posting call's own event was recorded just before.
+        let agg = ts.last_event;
         ts.reqs.insert(ReqInfo {
             handle: req,
             comm,
@@ -1448,6 +1542,8 @@ impl Guard {
             fid: ev.fid,
             persistent,
             recv,
+            p2p,
+            agg,
             active: false,
             cancel: false,
             proc_null: ev.proc_null,
@@ -1531,6 +1627,9 @@ impl Guard {
         }
         if r.proc_null {
             return;
+        }
+        if r.agg != usize::MAX {
+            ts.done.push((r.agg, r.init_ra, r.fid));
         }
         let (mut bytes, mut peer) = (r.bytes, r.peer);
         if r.cancel && !st.is_null() {
@@ -1755,6 +1854,13 @@ fn merge_done(ev: &mut Ev, r: &ReqInfo, bytes: u64, peer: i32) {
         ev.sent = ev.sent.saturating_add(bytes);
     }
     ev.n_done += 1;
+    if r.p2p {
+        if r.recv {
+            ev.n_recv += 1;
+        } else {
+            ev.n_send += 1;
+        }
+    }
 }
 
 /// Communicator / datatype freed: per-thread caches must forget handles.
@@ -1780,6 +1886,9 @@ mod tests {
             fid: 3,
             completes: NONE_FN,
             role: ROLE_NONE,
+            nreq: 0,
+            nrecv: 0,
+            nsend: 0,
         }
     }
 

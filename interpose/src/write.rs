@@ -49,6 +49,10 @@ struct Merged {
     max: u64,
     over: u64,
     tmax_s: Option<mpiover_common::profile::Lookup>,
+    tmax_composed: Option<&'static str>,
+    tmax_missing: Option<&'static str>,
+    /// Posts: where their requests were completed (0: not seen).
+    done_ra: usize,
     hist: Histogram,
 }
 
@@ -123,6 +127,9 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
                     m.max = m.max.max(a.max);
                     m.over = m.over.wrapping_add(a.over);
                     m.hist.merge(&h);
+                    if a.done_ra != 0 {
+                        m.done_ra = a.done_ra;
+                    }
                 }
                 None => {
                     merged.insert(
@@ -134,6 +141,9 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
                             max: a.max,
                             over: a.over,
                             tmax_s: a.tmax_s,
+                            tmax_composed: a.tmax_composed,
+                            tmax_missing: a.tmax_missing,
+                            done_ra: a.done_ra,
                             hist: h,
                         },
                     );
@@ -144,10 +154,13 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
 
     // Sites: every distinct address, numbered in address order.
     let mut addrs: BTreeMap<usize, u32> = BTreeMap::new();
-    for k in merged.keys() {
+    for (k, m) in &merged {
         addrs.insert(k.ra, 0);
         if k.post_ra != 0 {
             addrs.insert(k.post_ra, 0);
+        }
+        if m.done_ra != 0 {
+            addrs.insert(m.done_ra, 0);
         }
     }
     for (i, v) in addrs.values_mut().enumerate() {
@@ -163,6 +176,14 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
         .into_iter()
         .map(|(k, m)| Entry {
             site: addrs.get(&k.ra).copied().unwrap_or(0),
+            requests: k.requests(&name_of(k.fid)),
+            completed_at: if m.done_ra != 0 {
+                addrs.get(&m.done_ra).copied()
+            } else {
+                None
+            },
+            tmax_composed: m.tmax_composed.map(str::to_string),
+            tmax_missing: m.tmax_missing.map(str::to_string),
             function: name_of(k.fid),
             p: k.p,
             bytes: k.bytes,

@@ -21,6 +21,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use mpiover_common::completion::{KeyRef, Requests};
 use mpiover_common::functions::{class_of, wait_state, EventClass};
 use mpiover_common::histogram::bucket_bounds;
 use mpiover_common::profile::Basis;
@@ -250,6 +251,29 @@ struct SiteAcc {
     dist: Vec<u64>,
     completes: BTreeSet<String>,
     posted_at: BTreeMap<String, u64>,
+    /// Posts: where their requests were completed (calls).
+    completed_at: BTreeMap<String, u64>,
+    /// Calls whose tmax was composed, per rule; calls without a tmax, per reason.
+    composed: BTreeMap<&'static str, u64>,
+    missing: BTreeMap<String, u64>,
+    /// Completions that waited on requests to or from several peers: whom
+    /// they waited for is decided once every rank is in (`charge_multi`).
+    multi: Vec<MultiWait>,
+    /// (late peer, posting line) -> overhead charged.
+    waited_for: HashMap<(u32, Option<String>), Fx>,
+}
+
+/// One rank's waiting at a completion site whose requests went to or came
+/// from several peers.
+#[derive(Debug, Clone)]
+struct MultiWait {
+    rank: u32,
+    overhead: f64,
+    time: f64,
+    calls: u64,
+    /// The peers it may have waited for, with the line that posted each
+    /// one's request.
+    candidates: Vec<(u32, Option<String>)>,
 }
 
 impl SiteAcc {
@@ -276,6 +300,11 @@ impl SiteAcc {
             dist: vec![0; DIST_BINS],
             completes: BTreeSet::new(),
             posted_at: BTreeMap::new(),
+            completed_at: BTreeMap::new(),
+            composed: BTreeMap::new(),
+            missing: BTreeMap::new(),
+            multi: Vec::new(),
+            waited_for: HashMap::default(),
         }
     }
 
@@ -313,6 +342,19 @@ impl SiteAcc {
         self.completes.extend(o.completes);
         for (k, v) in o.posted_at {
             *self.posted_at.entry(k).or_default() += v;
+        }
+        for (k, v) in o.completed_at {
+            *self.completed_at.entry(k).or_default() += v;
+        }
+        for (k, v) in o.composed {
+            *self.composed.entry(k).or_default() += v;
+        }
+        for (k, v) in o.missing {
+            *self.missing.entry(k).or_default() += v;
+        }
+        self.multi.extend(o.multi);
+        for (k, v) in o.waited_for {
+            self.waited_for.entry(k).or_default().merge(v);
         }
     }
 }
@@ -386,11 +428,16 @@ impl Agg {
 }
 
 /// Wait state that overhead in one aggregation key indicates.
+/// `requests` is what one call of a completion completed (records since
+/// completions carry it): a completion of requests of several kinds waits
+/// for a late sender when any of them is a receive, for a late receiver when
+/// they are sends of rendezvous size.
 pub fn entry_wait_state(
     function: &str,
     bytes: u64,
     role: Option<&str>,
     completes: Option<&str>,
+    requests: Option<Requests>,
     rendezvous_bytes: u64,
 ) -> Option<&'static str> {
     let class = class_of(function)?;
@@ -399,14 +446,40 @@ pub fn entry_wait_state(
         EventClass::CollectiveOneToN if role == Some("root") => None,
         EventClass::CollectiveNToOne if role == Some("nonroot") => None,
         EventClass::Completion => {
-            let c = completes?;
+            let per_request = |r: &Requests| bytes / u64::from(r.n.max(1));
+            let c = match (completes, requests) {
+                (Some(c), Some(r)) if r.n > 1 => {
+                    // Several requests of one kind: the message size decides.
+                    return entry_wait_state(
+                        function,
+                        per_request(&r),
+                        role,
+                        Some(c),
+                        None,
+                        rendezvous_bytes,
+                    );
+                }
+                (Some(c), _) => c,
+                (None, Some(r)) if r.recv > 0 => return Some("Late Sender"),
+                (None, Some(r)) if r.send > 0 => {
+                    return entry_wait_state(
+                        "MPI_Send",
+                        per_request(&r),
+                        role,
+                        None,
+                        None,
+                        rendezvous_bytes,
+                    )
+                }
+                (None, _) => return None,
+            };
             match c {
                 "MPI_Irecv" | "MPI_Imrecv" | "MPI_Recv_init" => Some("Late Sender"),
                 "MPI_Isend" | "MPI_Send_init" => {
-                    entry_wait_state("MPI_Send", bytes, role, None, rendezvous_bytes)
+                    entry_wait_state("MPI_Send", bytes, role, None, None, rendezvous_bytes)
                 }
                 "MPI_Irsend" | "MPI_Rsend_init" => {
-                    entry_wait_state("MPI_Rsend", bytes, role, None, rendezvous_bytes)
+                    entry_wait_state("MPI_Rsend", bytes, role, None, None, rendezvous_bytes)
                 }
                 "MPI_Issend" | "MPI_Ssend_init" => Some("Late Receiver"),
                 "MPI_Ibsend" | "MPI_Bsend_init" => None,
@@ -417,7 +490,9 @@ pub fn entry_wait_state(
                     match class_of(&blocking) {
                         Some(EventClass::Send | EventClass::Recv | EventClass::Completion)
                         | None => None,
-                        Some(_) => entry_wait_state(&blocking, bytes, role, None, rendezvous_bytes),
+                        Some(_) => {
+                            entry_wait_state(&blocking, bytes, role, None, None, rendezvous_bytes)
+                        }
                     }
                 }
                 _ => None,
@@ -462,6 +537,8 @@ struct EntryEval {
     tmax: Option<Tmax>,
     overhead: f64,
     calls_over: f64,
+    /// Why there is no tmax although a profile was used.
+    missing: Option<String>,
 }
 
 fn evaluate(e: &Entry, unit_s: f64, tmax: Option<&dyn TmaxSource>) -> EntryEval {
@@ -469,27 +546,37 @@ fn evaluate(e: &Entry, unit_s: f64, tmax: Option<&dyn TmaxSource>) -> EntryEval 
         tmax: None,
         overhead: 0.0,
         calls_over: 0.0,
+        missing: None,
     };
     if e.function == "other" {
         return none;
     }
     match tmax {
-        Some(src) => match src.tmax(
-            &e.function,
-            e.p,
-            e.bytes,
-            e.role.as_deref(),
-            e.completes.as_deref(),
-        ) {
-            Some(t) if t.s.is_finite() && t.s >= 0.0 => {
+        Some(src) => match src.tmax(&KeyRef {
+            function: &e.function,
+            p: e.p,
+            bytes: e.bytes,
+            role: e.role.as_deref(),
+            completes: e.completes.as_deref(),
+            requests: e.requests,
+        }) {
+            Ok(t) if t.s.is_finite() && t.s >= 0.0 => {
                 let ex = e.hist.excess(unit_s, t.s);
                 EntryEval {
                     tmax: Some(t),
                     overhead: ex.overhead_s,
                     calls_over: ex.calls_over,
+                    missing: None,
                 }
             }
-            _ => none,
+            Ok(_) => EntryEval {
+                missing: Some("the profile's tmax is not a number".into()),
+                ..none
+            },
+            Err(m) => EntryEval {
+                missing: Some(m.to_string()),
+                ..none
+            },
         },
         None => match e.tmax_s {
             Some(t) if t.is_finite() && t >= 0.0 => {
@@ -499,17 +586,40 @@ fn evaluate(e: &Entry, unit_s: f64, tmax: Option<&dyn TmaxSource>) -> EntryEval 
                         s: t,
                         out_of_range: e.tmax_out_of_range,
                         basis: e.tmax_basis,
+                        composed: composed_rule(e.tmax_composed.as_deref()),
                     }),
                     overhead: e
                         .overhead_s
                         .filter(|o| o.is_finite())
                         .unwrap_or(ex.overhead_s),
                     calls_over: ex.calls_over,
+                    missing: None,
                 }
             }
-            _ => none,
+            _ => EntryEval {
+                missing: e.tmax_missing.clone(),
+                ..none
+            },
         },
     }
+}
+
+/// A composition rule named in a record, as the catalogue's own string
+/// (the report keeps one copy of each rule's wording).
+fn composed_rule(r: Option<&str>) -> Option<&'static str> {
+    let r = r?;
+    Some(
+        mpiover_common::completion::RULES
+            .iter()
+            .copied()
+            .find(|k| *k == r)
+            .unwrap_or("composed from other measurements"),
+    )
+}
+
+/// Whether a post's requests are receives.
+fn is_receive_post(function: &str) -> bool {
+    matches!(function, "MPI_Irecv" | "MPI_Imrecv" | "MPI_Recv_init")
 }
 
 impl Agg {
@@ -527,6 +637,21 @@ impl Agg {
         };
         let mut event_time = 0.0;
         let mut rank_overhead: Option<f64> = None;
+        // Completion site -> the point-to-point requests completed there:
+        // (peer, posting line, whether a receive).
+        let mut posts_done: HashMap<u32, Vec<(u32, String, bool)>> = HashMap::default();
+        for e in &rec.entries {
+            if let (Some(done), Some(peer)) = (e.completed_at, e.peer.filter(|&p| p >= 0)) {
+                if class_of(&e.function) == Some(EventClass::Post) {
+                    let at = Loc::of(site_of(e.site), &e.function).display();
+                    let v = posts_done.entry(done).or_default();
+                    let item = (peer as u32, at, is_receive_post(&e.function));
+                    if !v.contains(&item) {
+                        v.push(item);
+                    }
+                }
+            }
+        }
         for e in &rec.entries {
             let site = site_of(e.site);
             let key = SiteKey {
@@ -545,6 +670,7 @@ impl Agg {
                 e.bytes,
                 e.role.as_deref(),
                 e.completes.as_deref(),
+                e.requests,
                 rendezvous_bytes,
             );
             if e.function != "other" {
@@ -582,6 +708,7 @@ impl Agg {
                 s: t,
                 out_of_range: oor,
                 basis,
+                ..
             }) = ev.tmax
             {
                 acc.basis = weaker(acc.basis, basis);
@@ -595,13 +722,61 @@ impl Agg {
                 acc.tmax_min = acc.tmax_min.min(t);
                 acc.tmax_max = acc.tmax_max.max(t);
                 acc.states.entry(state).or_default().add(ev.overhead);
+                if let Some(rule) = ev.tmax.and_then(|t| t.composed) {
+                    *acc.composed.entry(rule).or_default() += e.count;
+                }
+            }
+            if let Some(why) = &ev.missing {
+                *acc.missing.entry(why.clone()).or_default() += e.count;
+            }
+            if let Some(done) = e.completed_at {
+                let at = Loc::of(site_of(done), &e.function).display();
+                *acc.completed_at.entry(at).or_default() += e.count;
+            }
+            let waits = matches!(state, Some("Late Sender" | "Late Receiver"));
+            if let (Some(done), true) = (
+                posts_done.get(&e.site),
+                class == Some(EventClass::Completion),
+            ) {
+                if e.post_site.is_none() {
+                    for (_, at, _) in done {
+                        *acc.posted_at.entry(at.clone()).or_default() += e.count;
+                    }
+                }
+                if waits && e.peer.is_none() && ev.tmax.is_some() && ev.overhead > 0.0 {
+                    // Several peers: whom it waited for is decided once every
+                    // rank's wait at this site is known.
+                    let want_recv = state == Some("Late Sender");
+                    let candidates: Vec<(u32, Option<String>)> = done
+                        .iter()
+                        .filter(|(_, _, recv)| *recv == want_recv)
+                        .map(|(p, at, _)| (*p, Some(at.clone())))
+                        .collect();
+                    if !candidates.is_empty() {
+                        acc.multi.push(MultiWait {
+                            rank: rec.rank,
+                            overhead: ev.overhead,
+                            time: e.sum_s,
+                            calls: e.count,
+                            candidates,
+                        });
+                    }
+                }
             }
             let p2p_peer = e
                 .peer
                 .filter(|&p| p >= 0 && is_p2p(class))
                 .map(|p| p as u32);
             if let Some(peer) = p2p_peer {
-                let waits = matches!(state, Some("Late Sender" | "Late Receiver"));
+                if waits && ev.tmax.is_some() && ev.overhead > 0.0 {
+                    let at = e
+                        .post_site
+                        .map(|ps| Loc::of(site_of(ps), &e.function).display());
+                    acc.waited_for
+                        .entry((peer, at))
+                        .or_default()
+                        .add(ev.overhead);
+                }
                 let pa = acc.peers.entry(peer).or_default();
                 pa.time.add(e.sum_s);
                 pa.calls += e.count;
@@ -910,6 +1085,67 @@ fn late_by_arrival(rows: &[RankSite], exclude_roots: bool) -> Vec<(u32, f64)> {
     late
 }
 
+/// Charges the waits of completions with requests to or from several peers
+/// (`SiteAcc::multi`) to the peers each one waited for: among its candidate
+/// peers, those whose own overhead per call at the same site is within a
+/// quarter of this rank's of the smallest (a peer that waited least arrived
+/// last), equally. Feeds the site's peers (late ranks), the wait matrix and
+/// `waited_for`.
+fn charge_multi(acc: &mut SiteAcc, wait: &mut HashMap<(u32, u32), PeerAcc>) {
+    if acc.multi.is_empty() {
+        return;
+    }
+    let mut per_call: HashMap<u32, f64> = HashMap::default();
+    for r in &acc.per_rank {
+        if r.calls > 0 {
+            per_call.insert(r.rank, r.overhead.unwrap_or(0.0) / r.calls as f64);
+        }
+    }
+    let own = |q: u32| per_call.get(&q).copied().unwrap_or(0.0);
+    for m in std::mem::take(&mut acc.multi) {
+        let mut peers: Vec<u32> = m.candidates.iter().map(|c| c.0).collect();
+        peers.sort_unstable();
+        peers.dedup();
+        let least = peers.iter().map(|&q| own(q)).fold(f64::INFINITY, f64::min);
+        let mine = m.overhead / m.calls.max(1) as f64;
+        let late: Vec<u32> = peers
+            .into_iter()
+            .filter(|&q| own(q) <= least + 0.25 * mine)
+            .collect();
+        let n = late.len().max(1) as f64;
+        for q in late {
+            let share = m.overhead / n;
+            let pa = acc.peers.entry(q).or_default();
+            pa.overhead.add(share);
+            pa.time.add(m.time / n);
+            pa.calls += m.calls;
+            let cell = wait.entry((m.rank, q)).or_default();
+            cell.overhead.add(share);
+            cell.time.add(m.time / n);
+            cell.calls += m.calls;
+            let lines: Vec<&Option<String>> = m
+                .candidates
+                .iter()
+                .filter(|c| c.0 == q)
+                .map(|c| &c.1)
+                .collect();
+            for at in &lines {
+                acc.waited_for
+                    .entry((q, (*at).clone()))
+                    .or_default()
+                    .add(share / lines.len() as f64);
+            }
+        }
+    }
+}
+
+/// The keys of a count map, most counted first, at most `n`.
+fn top_keys<K: Clone + Ord>(m: &BTreeMap<K, u64>, n: usize) -> Vec<K> {
+    let mut v: Vec<(&K, &u64)> = m.iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    v.into_iter().take(n).map(|(k, _)| k.clone()).collect()
+}
+
 struct Built {
     key: SiteKey,
     acc: SiteAcc,
@@ -1024,6 +1260,7 @@ fn finish(
         .drain()
         .map(|(key, mut acc)| {
             acc.per_rank.sort_by_key(|r| r.rank);
+            charge_multi(&mut acc, &mut agg.wait);
             let has_tmax = acc.calls_with_tmax > 0;
             let overhead = has_tmax.then(|| acc.overhead.get());
             let pr = per_rank(&acc.per_rank, has_tmax);
@@ -1121,6 +1358,32 @@ fn finish(
                 per_rank: pr,
                 completes: acc.completes.iter().cloned().collect(),
                 posted_at: posted.into_iter().take(5).map(|p| p.0).collect(),
+                waited_for: {
+                    let mut v: Vec<WaitedFor> = acc
+                        .waited_for
+                        .iter()
+                        .map(|((peer, at), o)| WaitedFor {
+                            peer: *peer,
+                            posted_at: at.clone(),
+                            overhead_s: o.get(),
+                        })
+                        .filter(|w| w.overhead_s > 0.0 && w.overhead_s >= 0.01 * ovh)
+                        .collect();
+                    v.sort_by(|a, b| {
+                        b.overhead_s
+                            .total_cmp(&a.overhead_s)
+                            .then(a.peer.cmp(&b.peer))
+                            .then(a.posted_at.cmp(&b.posted_at))
+                    });
+                    v.truncate(8);
+                    v
+                },
+                completed_at: top_keys(&acc.completed_at, 5),
+                tmax_composed: top_keys(&acc.composed, 8)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect(),
+                tmax_missing: top_keys(&acc.missing, 8),
             };
             Built { key, acc, report }
         })
@@ -1520,32 +1783,26 @@ mod tests {
     struct FixtureProfile(f64);
 
     impl TmaxSource for FixtureProfile {
-        fn tmax(
-            &self,
-            f: &str,
-            _p: u32,
-            _bytes: u64,
-            _role: Option<&str>,
-            _completes: Option<&str>,
-        ) -> Option<Tmax> {
-            let (base_s, noise_s) = match f {
+        fn tmax(&self, k: &KeyRef) -> Result<Tmax, mpiover_common::completion::Missing> {
+            let (base_s, noise_s) = match k.function {
                 "MPI_Recv" => (5e-6, 1e-6),
                 "MPI_Isend" => (1e-6, 0.2e-6),
                 "MPI_Wait" => (250e-6, 20e-6),
                 "MPI_Allreduce" => (10e-6, 2e-6),
                 "MPI_Bcast" => (20e-6, 4e-6),
                 "MPI_Send" => (3e-6, 0.5e-6),
-                _ => return None,
+                _ => return Err(mpiover_common::completion::Missing("not in the fixture")),
             };
             let t = Times {
                 base_s,
                 noise_s,
                 delay_s: 0.0,
             };
-            Some(Tmax {
+            Ok(Tmax {
                 s: fixture_tmax(t),
                 out_of_range: false,
                 basis: None,
+                composed: None,
             })
         }
         fn name(&self) -> String {
@@ -1799,7 +2056,7 @@ mod tests {
 
     #[test]
     fn wait_states_follow_scalasca() {
-        let w = |f, b, role, c| entry_wait_state(f, b, role, c, 65536);
+        let w = |f, b, role, c| entry_wait_state(f, b, role, c, None, 65536);
         assert_eq!(w("MPI_Recv", 8, None, None), Some("Late Sender"));
         assert_eq!(w("MPI_Send", 8, None, None), None);
         assert_eq!(w("MPI_Send", 1 << 20, None, None), Some("Late Receiver"));
@@ -1838,8 +2095,28 @@ mod tests {
         assert_eq!(w("MPI_Isend", 8, None, None), None);
         assert_eq!(w("MPI_Foo", 8, None, None), None);
         assert_eq!(
-            entry_wait_state("MPI_Send", 4096, None, None, 4096),
+            entry_wait_state("MPI_Send", 4096, None, None, None, 4096),
             Some("Late Receiver")
+        );
+        // Completions of several kinds of request: receives mean a late
+        // sender; sends alone, a late receiver only at rendezvous size.
+        let req = |n, recv, send| Some(Requests { n, recv, send });
+        let m = |bytes, r| entry_wait_state("MPI_Waitall", bytes, None, None, r, 4096);
+        assert_eq!(m(52 * 100, req(52, 26, 26)), Some("Late Sender"));
+        assert_eq!(m(26 * 100, req(26, 0, 26)), None);
+        assert_eq!(m(26 * 8192, req(26, 0, 26)), Some("Late Receiver"));
+        assert_eq!(m(0, req(0, 0, 0)), None);
+        // Many sends of one kind: the message size, not the sum, decides.
+        assert_eq!(
+            entry_wait_state(
+                "MPI_Waitall",
+                26 * 100,
+                None,
+                Some("MPI_Isend"),
+                req(26, 0, 26),
+                4096
+            ),
+            None
         );
     }
 

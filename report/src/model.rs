@@ -148,6 +148,34 @@ pub struct SiteReport {
     pub completes: Vec<String>,
     /// For completions: where the completed requests were posted.
     pub posted_at: Vec<String>,
+    /// For completions that waited: whom they waited for, the late peer and
+    /// the line that posted the request it was late with, worst first (at
+    /// most 8). A completion of requests to several peers is charged to the
+    /// peers that waited least at the same site (they arrived last).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waited_for: Vec<WaitedFor>,
+    /// For posts (`MPI_Isend`, `MPI_Irecv`, ...): the completion calls that
+    /// completed their requests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub completed_at: Vec<String>,
+    /// When the tmax of some calls was composed from other measurements
+    /// rather than measured: the rules used (`docs/completions.md`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tmax_composed: Vec<String>,
+    /// Why calls of this site have no tmax although a profile was used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tmax_missing: Vec<String>,
+}
+
+/// One late peer a completion waited for, and where the request was posted.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WaitedFor {
+    /// World rank of the late peer.
+    pub peer: u32,
+    /// The line that posted the request (`file:line`), when known.
+    pub posted_at: Option<String>,
+    /// Overhead charged to it, seconds.
+    pub overhead_s: f64,
 }
 
 /// Per-rank figures of one site, over the ranks where it occurs.

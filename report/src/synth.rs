@@ -214,6 +214,8 @@ pub fn push_entry(
         role: spec.role.map(str::to_string),
         completes: spec.completes.map(str::to_string),
         post_site: spec.post_site,
+        requests: None,
+        completed_at: None,
         count: d.count,
         sum_s: d.sum_s,
         min_s: d.min_s,
@@ -227,6 +229,8 @@ pub fn push_entry(
             n: 1000,
             fitted: false,
         }),
+        tmax_composed: None,
+        tmax_missing: None,
         hist: d.hist,
     });
 }

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use mpiover_common::functions::profile_key;
+use mpiover_common::completion::{resolve, KeyRef, Missing};
 use mpiover_common::profile::{Basis, Environment, Profile};
 use mpiover_stats::ModelKind;
 
@@ -19,22 +19,17 @@ pub struct Tmax {
     /// How it was estimated, when the source knows (the significance test
     /// then allows for the estimate's own spread).
     pub basis: Option<Basis>,
+    /// The rule it was composed by, when it was not measured
+    /// (`mpiover_common::completion`).
+    pub composed: Option<&'static str>,
 }
 
-/// The tmax of each call, or `None` when the source has nothing for this
-/// function.
+/// The tmax of each call, or why the source has none for this key.
 pub trait TmaxSource: Sync {
-    /// `bytes` and `role` are the record entry's; `completes` the completed
-    /// request's function for completions. The source maps them to its key
-    /// (`mpiover_common::functions::profile_key`).
-    fn tmax(
-        &self,
-        function: &str,
-        p: u32,
-        bytes: u64,
-        role: Option<&str>,
-        completes: Option<&str>,
-    ) -> Option<Tmax>;
+    /// The key is the record entry's (bytes as recorded, role, and for
+    /// completions what they completed); the source maps it to its own
+    /// (`mpiover_common::completion::resolve`).
+    fn tmax(&self, k: &KeyRef) -> Result<Tmax, Missing>;
 
     /// Name shown in the methods block (the profile's path).
     fn name(&self) -> String {
@@ -70,19 +65,15 @@ impl<F> TmaxSource for FnTmax<F>
 where
     F: Fn(&str, u32, u64, Option<&str>) -> Option<(f64, bool)> + Sync,
 {
-    fn tmax(
-        &self,
-        function: &str,
-        p: u32,
-        bytes: u64,
-        role: Option<&str>,
-        _completes: Option<&str>,
-    ) -> Option<Tmax> {
-        (self.f)(function, p, bytes, role).map(|(s, out_of_range)| Tmax {
-            s,
-            out_of_range,
-            basis: None,
-        })
+    fn tmax(&self, k: &KeyRef) -> Result<Tmax, Missing> {
+        (self.f)(k.function, k.p, k.bytes, k.role)
+            .map(|(s, out_of_range)| Tmax {
+                s,
+                out_of_range,
+                basis: None,
+                composed: None,
+            })
+            .ok_or(Missing("no tmax for this function"))
     }
     fn name(&self) -> String {
         self.name.clone()
@@ -94,8 +85,6 @@ where
 
 /// Opens a calibrated profile as a tmax source, at `q_max` when given.
 ///
-/// The profile format and its lookup live in `mpiover_common::profile`
-/// (issue 4); until it exposes a lookup this refuses with a clear message.
 pub fn open_profile(path: &Path, q_max: Option<f64>) -> anyhow::Result<Box<dyn TmaxSource>> {
     let mut profile = Profile::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut name = path.display().to_string();
@@ -178,20 +167,17 @@ struct ProfileTmax {
 }
 
 impl TmaxSource for ProfileTmax {
-    fn tmax(
-        &self,
-        function: &str,
-        p: u32,
-        bytes: u64,
-        role: Option<&str>,
-        completes: Option<&str>,
-    ) -> Option<Tmax> {
-        let (function, role, bytes) = profile_key(function, role, completes, p, bytes);
-        let l = self.profile.tmax(function, p, bytes, role)?;
-        (l.tmax_s.is_finite() && l.tmax_s >= 0.0).then_some(Tmax {
+    fn tmax(&self, k: &KeyRef) -> Result<Tmax, Missing> {
+        let r = resolve(&self.profile, k)?;
+        let l = r.lookup;
+        if !(l.tmax_s.is_finite() && l.tmax_s >= 0.0) {
+            return Err(Missing("the profile's tmax is not a number"));
+        }
+        Ok(Tmax {
             s: l.tmax_s,
             out_of_range: l.out_of_range,
             basis: Some(l.basis),
+            composed: r.composed,
         })
     }
     fn name(&self) -> String {

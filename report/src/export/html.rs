@@ -748,6 +748,41 @@ fn site_details(o: &mut String, c: &Ctx, n: usize) {
                 esc(&s.posted_at.join(", "))
             );
         }
+        if !s.waited_for.is_empty() {
+            let who: Vec<String> = s
+                .waited_for
+                .iter()
+                .map(|w| {
+                    format!(
+                        "rank {}{} ({})",
+                        w.peer,
+                        w.posted_at
+                            .as_ref()
+                            .map(|a| format!(", posted at {a}"))
+                            .unwrap_or_default(),
+                        crate::units::secs(w.overhead_s)
+                    )
+                })
+                .collect();
+            let _ = write!(
+                o,
+                "<p class=\"meta\">Waited for: {}</p>",
+                esc(&who.join("; "))
+            );
+        }
+        if !s.completed_at.is_empty() {
+            let _ = write!(
+                o,
+                "<p class=\"meta\">Completed at {}</p>",
+                esc(&s.completed_at.join(", "))
+            );
+        }
+        for rule in &s.tmax_composed {
+            let _ = write!(o, "<p class=\"meta\">tmax composed: {}</p>", esc(rule));
+        }
+        for why in &s.tmax_missing {
+            let _ = write!(o, "<p class=\"meta\">No tmax: {}</p>", esc(why));
+        }
         o.push_str("</div></div></div>\n");
     }
 }

@@ -303,6 +303,26 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
         if let Some(note) = &site.note {
             let _ = writeln!(o, "  note on #{}: {note}", site.rank);
         }
+        // What a completion waited for: the late peer and the line that
+        // posted the request it was late with.
+        if site.significant && !site.waited_for.is_empty() {
+            let who: Vec<String> = site
+                .waited_for
+                .iter()
+                .take(3)
+                .map(|w| match &w.posted_at {
+                    Some(at) => format!("rank {} ({at}) {}", w.peer, secs(w.overhead_s)),
+                    None => format!("rank {} {}", w.peer, secs(w.overhead_s)),
+                })
+                .collect();
+            let _ = writeln!(o, "  #{} waited for {}", site.rank, who.join(", "));
+        }
+        for rule in &site.tmax_composed {
+            let _ = writeln!(o, "  tmax of #{} composed: {rule}", site.rank);
+        }
+        for why in &site.tmax_missing {
+            let _ = writeln!(o, "  no tmax for #{}: {why}", site.rank);
+        }
     }
     o.push('\n');
 
