@@ -1029,7 +1029,14 @@ impl ReqMap {
                 self.len += 1;
                 return;
             }
-            if s.handle == r.handle {
+            // A handle that is already pending is shared: MPI returns one
+            // static, already complete request for every send it finished
+            // at once (Open MPI's `ompi_request_empty` for small eager
+            // `MPI_Isend`s), so several posts may hold it at the same time.
+            // Each post keeps its own slot and each completion of the handle
+            // takes one. Persistent requests are unique: re-posting one
+            // (`*_init` again after a free) replaces it.
+            if s.handle == r.handle && (s.persistent || r.persistent) {
                 *s = r;
                 return;
             }
@@ -1966,5 +1973,47 @@ mod tests {
             }
         }
         assert_eq!(m.len, hs.len() - hs.len().div_ceil(3));
+    }
+
+    /// Regression: Open MPI returns one shared, already complete request for
+    /// small eager `MPI_Isend`s; a halo exchange posting several of them
+    /// before one `MPI_Waitall` had all but the last forgotten, and their
+    /// completions counted as unmatched.
+    #[test]
+    fn a_shared_request_handle_is_kept_once_per_post() {
+        let mut m = ReqMap::new();
+        let shared = 0x7000_1000;
+        for peer in 0..5 {
+            m.insert(ReqInfo {
+                handle: shared,
+                peer,
+                ..ReqInfo::EMPTY
+            });
+        }
+        m.insert(ReqInfo {
+            handle: 0x9000,
+            ..ReqInfo::EMPTY
+        });
+        let mut peers = Vec::new();
+        for _ in 0..5 {
+            let i = m.find(shared).expect("one slot per post");
+            peers.push(m.slots[i].peer);
+            m.remove_at(i);
+        }
+        peers.sort_unstable();
+        assert_eq!(peers, vec![0, 1, 2, 3, 4]);
+        assert!(m.find(shared).is_none());
+        assert!(m.find(0x9000).is_some());
+        // A persistent request re-posted under the same handle replaces it.
+        let p = ReqInfo {
+            handle: 0xa000,
+            persistent: true,
+            ..ReqInfo::EMPTY
+        };
+        m.insert(p);
+        m.insert(ReqInfo { peer: 7, ..p });
+        let i = m.find(0xa000).expect("present");
+        m.remove_at(i);
+        assert!(m.find(0xa000).is_none());
     }
 }

@@ -122,9 +122,20 @@ pub struct Recorded {
 /// N <example> args`, then the JSON report re-analysed against `P`. Holds the
 /// suite's MPI lock; kills everything it started after `JOB_TIMEOUT`.
 pub fn record(test: &str, np: u32, example_name: &str, args: &[&str], profile: &Path) -> Recorded {
+    record_program(test, np, &example(example_name), args, profile)
+}
+
+/// [`record`] for any program (by path).
+pub fn record_program(
+    test: &str,
+    np: u32,
+    program: &Path,
+    args: &[&str],
+    profile: &Path,
+) -> Recorded {
     let mut attempt = 1;
     loop {
-        let r = record_once(test, np, example_name, args, profile);
+        let r = record_once(test, np, program, args, profile);
         match stalled(&r.report) {
             None => return r,
             Some(why) if attempt < 3 => {
@@ -163,7 +174,8 @@ pub fn stalled(report: &Value) -> Option<String> {
     (!bad.is_empty()).then(|| bad.join("; "))
 }
 
-fn record_once(test: &str, np: u32, example_name: &str, args: &[&str], profile: &Path) -> Recorded {
+fn record_once(test: &str, np: u32, program: &Path, args: &[&str], profile: &Path) -> Recorded {
+    let example_name = program.file_name().and_then(|n| n.to_str()).unwrap_or("?");
     let dir = scratch(test);
     let run = dir.join("run");
     let mut c = Command::new(mpiover_bin());
@@ -178,7 +190,7 @@ fn record_once(test: &str, np: u32, example_name: &str, args: &[&str], profile: 
         .arg("mpirun")
         .arg("-np")
         .arg(np.to_string())
-        .arg(example(example_name))
+        .arg(program)
         .args(args)
         .current_dir(&dir);
     let job = format!(

@@ -15,6 +15,7 @@ mod bytes_peers;
 mod calibrated;
 mod exports;
 mod fortran;
+mod halo;
 mod large_count;
 mod nonblocking;
 mod pcontrol;

@@ -1,0 +1,207 @@
+//! A 3-D halo exchange as stencil codes write it (`examples/nonblocking/halo3d.c`):
+//! 8 ranks on a 2 x 2 x 2 grid, `MPI_Irecv` and `MPI_Isend` to up to 26
+//! neighbours into a request array whose unused slots stay
+//! `MPI_REQUEST_NULL`, then one `MPI_Waitall`, with a profile calibrated on
+//! this machine at the same 8 ranks (it measures the k-neighbour exchange).
+//!
+//! - One late rank: each of its neighbours waits about what it slept, as
+//!   overhead at the `MPI_Waitall` line, Late Sender, charged to the late
+//!   rank (late ranks, wait matrix) and to the `MPI_Irecv` line that posted
+//!   its messages.
+//! - The clean exchange: no significant site worth 1 % of the MPI time.
+//! - Both: every completion call has a tmax, and no completion is unmatched.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::accuracy::{report_json, site_at, sites};
+use crate::harness::*;
+
+const NP: u32 = 8;
+const LATE: u32 = 3;
+const FILE: &str = "halo3d.c";
+
+fn line(tag: &str) -> u32 {
+    marker(&format!("nonblocking/{FILE}"), tag)
+}
+
+/// A quick calibration at 8 ranks of what the halo exchange calls.
+fn halo_profile() -> &'static Path {
+    static PROFILE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    shared(&PROFILE, || {
+        let dir = scratch("halo_calibration");
+        let prof = dir.join("profile.json");
+        let out = Job::program(
+            NP,
+            calibrate_bin(),
+            &[
+                "--quick",
+                "--quiet",
+                "--functions",
+                "MPI_Wait,MPI_Waitall,MPI_Isend,MPI_Irecv,MPI_Barrier,MPI_Reduce",
+                "--sizes",
+                "8,64,512",
+                "-o",
+                prof.to_str().expect("utf-8 path"),
+            ],
+            &dir,
+        )
+        .run();
+        out.assert_success();
+        prof
+    })
+    .as_path()
+}
+
+struct Run {
+    out: Outcome,
+    records: Vec<mpiover_common::record::Record>,
+    report: Value,
+    dir: PathBuf,
+}
+
+fn run(test: &str, args: &[&str]) -> Run {
+    let prof = halo_profile();
+    let p = profile_program(
+        test,
+        NP,
+        &example_in("nonblocking", "halo3d"),
+        args,
+        &[("MPIOVER_PROFILE", prof.to_str().expect("utf-8 path"))],
+    );
+    let report = report_json(&p.dir, prof, &p.out);
+    Run {
+        out: p.out,
+        records: p.records,
+        report,
+        dir: p.dir,
+    }
+}
+
+fn context(r: &Run) -> String {
+    let s: Vec<String> = sites(&r.report)
+        .iter()
+        .map(|s| {
+            format!(
+                "  {} {} calls {} overhead {:?} signif {} state {:?} late {:?} waited_for {} composed {} missing {}",
+                s["location"], s["mpi_function"], s["calls"], s["overhead_s"], s["significance"],
+                s["wait_state"], s["late_ranks"], s["waited_for"], s["tmax_composed"], s["tmax_missing"]
+            )
+        })
+        .collect();
+    format!(
+        "sites:\n{}\nwait matrix: {}\nrun directory: {}\n{}",
+        s.join("\n"),
+        r.report["wait_matrix"]["cells"],
+        r.dir.display(),
+        r.out.dump()
+    )
+}
+
+/// Every completion call had a tmax, and no rank saw a completion of a
+/// request it did not know.
+fn check_completions(r: &Run, ctx: &str) {
+    for s in sites(&r.report) {
+        let f = s["mpi_function"].as_str().unwrap_or("");
+        if f.starts_with("MPI_Wait") || f.starts_with("MPI_Test") {
+            assert_eq!(
+                s["calls_with_tmax"], s["calls"],
+                "completion {} {f} has calls without tmax\n{ctx}",
+                s["location"]
+            );
+        }
+    }
+    for rec in &r.records {
+        assert!(
+            !rec.warnings.iter().any(|w| w.contains("unmatched")),
+            "rank {}: {:?}\n{ctx}",
+            rec.rank,
+            rec.warnings
+        );
+        for e in &rec.entries {
+            if e.function == "MPI_Waitall" {
+                let q = e.requests.expect("a Waitall entry says what it completed");
+                assert_eq!(q.recv, q.send, "rank {}: {q:?}\n{ctx}", rec.rank);
+                assert!(e.tmax_s.is_some(), "rank {}: online tmax\n{ctx}", rec.rank);
+            }
+        }
+    }
+}
+
+#[test]
+fn halo_late_neighbour_is_overhead_at_the_waitall_charged_to_it_and_its_irecv_line() {
+    let r = run("halo_late", &["20", "20", &LATE.to_string()]);
+    let ctx = context(&r);
+    let injected = injected_s(&r.out, "halo3d", LATE);
+    check_completions(&r, &ctx);
+    let s = site_at(&r.report, FILE, line("halo-waitall"), "MPI_Waitall")
+        .unwrap_or_else(|| panic!("no MPI_Waitall site at the halo-waitall line\n{ctx}"));
+    assert_eq!(s["wait_state"], "Late Sender", "{ctx}");
+    assert_eq!(s["significant"], true, "{ctx}");
+    assert_eq!(s["late_ranks"][0], LATE, "{ctx}");
+    // Every other rank neighbours the late one on a 2 x 2 x 2 grid and
+    // waits about what it slept, once per iteration.
+    let overhead = s["overhead_s"].as_f64().unwrap_or(0.0);
+    let want = f64::from(NP - 1) * injected;
+    assert_close("overhead at the Waitall line", overhead, want, 0.15, &ctx);
+    // Whom it waited for: the late rank, through the Irecv line.
+    let w = &s["waited_for"][0];
+    assert_eq!(w["peer"], LATE, "{ctx}");
+    let irecv = format!("{FILE}:{}", line("halo-irecv"));
+    assert!(
+        w["posted_at"].as_str().is_some_and(|p| p.ends_with(&irecv)),
+        "waited_for names {} instead of {irecv}\n{ctx}",
+        w["posted_at"]
+    );
+    assert!(
+        s["posted_at"].as_array().is_some_and(|a| a
+            .iter()
+            .any(|p| p.as_str().is_some_and(|p| p.ends_with(&irecv)))),
+        "{ctx}"
+    );
+    // The wait matrix: each waiting rank's cell on the late rank holds what
+    // it waited, within 15 % of the injected delay.
+    let cells = r.report["wait_matrix"]["cells"].as_array().expect("cells");
+    for waiter in (0..NP).filter(|&w| w != LATE) {
+        let v: f64 = cells
+            .iter()
+            .filter(|c| c["waiter"] == waiter && c["peer"] == LATE)
+            .filter_map(|c| c["value_s"].as_f64())
+            .sum();
+        assert_close(
+            &format!("rank {waiter}'s wait on rank {LATE}"),
+            v,
+            injected,
+            0.15,
+            &ctx,
+        );
+    }
+    // The posting line knows where its requests were completed.
+    let post = site_at(&r.report, FILE, line("halo-irecv"), "MPI_Irecv").expect("Irecv site");
+    let waitall = format!("{FILE}:{}", line("halo-waitall"));
+    assert!(
+        post["completed_at"].as_array().is_some_and(|a| a
+            .iter()
+            .any(|p| p.as_str().is_some_and(|p| p.ends_with(&waitall)))),
+        "{ctx}"
+    );
+}
+
+#[test]
+fn halo_clean_exchange_has_no_significant_site_worth_one_percent() {
+    let r = run("halo_clean", &["300", "0", &LATE.to_string()]);
+    let ctx = context(&r);
+    check_completions(&r, &ctx);
+    for s in sites(&r.report) {
+        let share = s["share_of_mpi_time"].as_f64().unwrap_or(0.0);
+        assert!(
+            !(s["significant"] == true && share >= 0.01),
+            "{} {} is significant with {:.1} % of the MPI time\n{ctx}",
+            s["location"],
+            s["mpi_function"],
+            100.0 * share
+        );
+    }
+}
