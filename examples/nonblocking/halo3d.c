@@ -35,6 +35,7 @@ int main(int argc, char **argv)
     int peer[DIRS], count[DIRS], n = 0, i, d, it;
     double sendbuf[DIRS][FACE], recvbuf[DIRS][FACE], injected = 0, sum = 0, total = 0;
     MPI_Request req[2 * DIRS];
+    MPI_Status st[2 * DIRS];
     MPI_Comm grid;
 
     MPI_Init(&argc, &argv);
@@ -81,7 +82,7 @@ int main(int argc, char **argv)
         for (d = 0; d < DIRS; d++)
             if (peer[d] != MPI_PROC_NULL)
                 MPI_Isend(sendbuf[d], count[d], MPI_DOUBLE, peer[d], d, grid, &req[DIRS + d]); /* MPIOVER-EXPECT: halo-isend */
-        MPI_Waitall(2 * DIRS, req, MPI_STATUSES_IGNORE); /* MPIOVER-EXPECT: halo-waitall */
+        MPI_Waitall(2 * DIRS, req, st); /* MPIOVER-EXPECT: halo-waitall */
         for (d = 0; d < DIRS; d++)
             if (peer[d] != MPI_PROC_NULL)
                 sum += recvbuf[d][0];

@@ -491,7 +491,10 @@ pub struct Table {
     shift: u32,
     pub entries: Vec<Agg>,
     cap: usize,
-    last: usize,
+    /// The latest entry of each call site (by a few bits of its address):
+    /// a loop that alternates between sites (post, post, complete) finds
+    /// its key here without hashing it.
+    recent: [usize; RECENT],
     /// Index of the fold entry, once created.
     other: usize,
     pub folded_calls: u64,
@@ -499,6 +502,12 @@ pub struct Table {
 }
 
 const FOLD_BITS: usize = 1 << 16;
+const RECENT: usize = 64;
+
+#[inline(always)]
+fn recent_slot(ra: usize) -> usize {
+    (ra ^ (ra >> 6)) & (RECENT - 1)
+}
 
 impl Table {
     fn new(cap: usize) -> Table {
@@ -509,7 +518,7 @@ impl Table {
             shift: 64 - nslots.trailing_zeros(),
             entries: Vec::with_capacity(cap + 1),
             cap,
-            last: usize::MAX,
+            recent: [usize::MAX; RECENT],
             other: usize::MAX,
             folded_calls: 0,
             fold_bits: Vec::new(),
@@ -520,13 +529,19 @@ impl Table {
     /// `usize::MAX` when the key was folded into `other`.
     #[inline(always)]
     fn add(&mut self, key: &Key, dt: u64) -> usize {
-        if let Some(e) = self.entries.get_mut(self.last) {
+        let r = recent_slot(key.ra);
+        let last = self.recent.get(r).copied().unwrap_or(usize::MAX);
+        if let Some(e) = self.entries.get_mut(last) {
             if e.key == *key {
                 e.add(dt);
-                return self.last;
+                return last;
             }
         }
-        self.add_slow(key, dt)
+        let idx = self.add_slow(key, dt);
+        if let Some(s) = self.recent.get_mut(r) {
+            *s = idx;
+        }
+        idx
     }
 
     #[inline(never)]
@@ -546,7 +561,6 @@ impl Table {
             if let Some(e) = self.entries.get_mut(idx) {
                 if e.key == *key {
                     e.add(dt);
-                    self.last = idx;
                     return idx;
                 }
             }
@@ -562,7 +576,6 @@ impl Table {
             if let Some(e) = self.entries.get_mut(idx) {
                 e.add(dt);
             }
-            self.last = idx;
             return idx;
         }
         self.fold(h, dt);
@@ -614,7 +627,7 @@ impl Table {
     fn clear(&mut self) {
         self.slots.iter_mut().for_each(|s| *s = 0);
         self.entries.clear();
-        self.last = usize::MAX;
+        self.recent = [usize::MAX; RECENT];
         self.other = usize::MAX;
         self.folded_calls = 0;
         self.fold_bits.clear();

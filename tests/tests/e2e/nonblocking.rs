@@ -499,3 +499,84 @@ fn nonblocking_fortran_waitall_and_cancel() {
         assert_eq!(post(c[0]), Some(fm("rqf-irecv-cancel")), "{ctx}");
     }
 }
+
+/// Every completion of the requests example (Waitall with null,
+/// `MPI_PROC_NULL` and inactive requests, Testall and Test polls, Waitany,
+/// Waitsome, cancelled receives, the Wait of an `MPI_Iallreduce`) gets a
+/// tmax from a profile calibrated on this machine, online and in the
+/// report; only the waits of neighbourhood collectives, which the
+/// calibration does not measure, have none, and they say why.
+#[test]
+fn nonblocking_every_completion_has_a_tmax_or_says_why() {
+    let dir = scratch("nonblocking_completion_tmax_profile");
+    let prof = dir.join("profile.json");
+    Job::program(
+        2,
+        calibrate_bin(),
+        &[
+            "--quick",
+            "--quiet",
+            "--functions",
+            "MPI_Wait,MPI_Waitall,MPI_Allreduce",
+            "--sizes",
+            "1,8,64",
+            "-o",
+            prof.to_str().expect("utf-8 path"),
+        ],
+        &dir,
+    )
+    .run()
+    .assert_success();
+    let p = profile_program(
+        "nonblocking_completion_tmax",
+        2,
+        &req_prog(),
+        &[&REQ_ITERS.to_string(), "5"],
+        &[("MPIOVER_PROFILE", prof.to_str().expect("utf-8 path"))],
+    );
+    let mut checked = 0;
+    for r in &p.records {
+        let ctx = req_ctx(&p, r);
+        for e in &r.entries {
+            if !(e.function.starts_with("MPI_Wait") || e.function.starts_with("MPI_Test")) {
+                continue;
+            }
+            checked += 1;
+            let neighbour = e
+                .completes
+                .as_deref()
+                .is_some_and(|c| c.starts_with("MPI_Ineighbor"));
+            if neighbour {
+                assert!(e.tmax_s.is_none(), "{e:?}\n{ctx}");
+                assert!(
+                    e.tmax_missing.as_deref().is_some_and(|w| !w.is_empty()),
+                    "a completion without tmax must say why: {e:?}\n{ctx}"
+                );
+            } else {
+                assert!(
+                    e.tmax_s.is_some(),
+                    "no tmax for {} completing {:?} ({:?}): {:?}\n{ctx}",
+                    e.function,
+                    e.completes,
+                    e.requests,
+                    e.tmax_missing
+                );
+            }
+        }
+    }
+    assert!(checked >= 8, "only {checked} completion entries");
+    // The report re-analyses them alike.
+    let report = crate::accuracy::report_json(&p.dir, &prof, &p.out);
+    for s in crate::accuracy::sites(&report) {
+        let f = s["mpi_function"].as_str().unwrap_or("");
+        if (f.starts_with("MPI_Wait") || f.starts_with("MPI_Test"))
+            && s["calls_with_tmax"] != s["calls"]
+        {
+            assert!(
+                s["tmax_missing"].as_array().is_some_and(|a| !a.is_empty()),
+                "{} {f}: calls without tmax and no reason: {s:#}",
+                s["location"]
+            );
+        }
+    }
+}
