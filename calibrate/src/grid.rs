@@ -59,6 +59,20 @@ pub fn default_procs(world: u32) -> Vec<u32> {
     v
 }
 
+/// Powers of two from 2 up to `world`.
+pub fn powers_of_two(world: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    let mut k = 2u32;
+    while k <= world {
+        v.push(k);
+        k = match k.checked_mul(2) {
+            Some(n) => n,
+            None => break,
+        };
+    }
+    v
+}
+
 /// Parse a size: `4096`, `4Ki`, `4Mi`, `1k` (1000), `1M` (10^6).
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
@@ -92,7 +106,11 @@ pub enum Pair {
 #[derive(Debug, Clone)]
 pub struct Job {
     pub kind: Kind,
+    /// The entries' p: the communicator size, 2 for a pair, the number of
+    /// neighbours k of an exchange.
     pub p: u32,
+    /// Ranks taking part: p, 2 for a pair, min(world, k + 1) for an exchange.
+    pub ranks: u32,
     pub bytes: u64,
     pub pair: Option<Pair>,
     pub level: u8,
@@ -116,8 +134,27 @@ fn level(bytes: u64, largest: u64) -> u8 {
     }
 }
 
-/// The planned jobs in canonical order (the job id is the index).
-pub fn plan(kinds: &[Kind], procs: &[u32], sizes: &[u64], pairs: &[Pair]) -> Vec<Job> {
+/// Neighbour counts k of the exchange pattern: a pair, a line, the faces of a
+/// 3-D stencil (6) and all its neighbours (26), and more in between for the
+/// full grid.
+pub fn exchange_neighbours(quick: bool) -> Vec<u32> {
+    if quick {
+        vec![1, 2, 6, 26]
+    } else {
+        vec![1, 2, 4, 6, 8, 12, 16, 26]
+    }
+}
+
+/// The planned jobs in canonical order (the job id is the index). `ks`:
+/// the exchange's neighbour counts; `world`: the ranks of the run.
+pub fn plan(
+    kinds: &[Kind],
+    procs: &[u32],
+    ks: &[u32],
+    sizes: &[u64],
+    pairs: &[Pair],
+    world: u32,
+) -> Vec<Job> {
     let largest = sizes.iter().copied().max().unwrap_or(0);
     let mut jobs = Vec::new();
     for &kind in kinds {
@@ -133,8 +170,24 @@ pub fn plan(kinds: &[Kind], procs: &[u32], sizes: &[u64], pairs: &[Pair]) -> Vec
                         jobs.push(Job {
                             kind,
                             p: 2,
+                            ranks: 2,
                             bytes: b,
                             pair: Some(pair),
+                            level: level(b, largest),
+                        });
+                    }
+                }
+            }
+        } else if kind == Kind::Exchange {
+            for &k in ks {
+                for &b in &sz {
+                    if kind.feasible(k, b) {
+                        jobs.push(Job {
+                            kind,
+                            p: k,
+                            ranks: world.min(k + 1),
+                            bytes: b,
+                            pair: None,
                             level: level(b, largest),
                         });
                     }
@@ -147,6 +200,7 @@ pub fn plan(kinds: &[Kind], procs: &[u32], sizes: &[u64], pairs: &[Pair]) -> Vec
                         jobs.push(Job {
                             kind,
                             p,
+                            ranks: p,
                             bytes: b,
                             pair: None,
                             level: level(b, largest),
@@ -221,6 +275,14 @@ mod tests {
     }
 
     #[test]
+    fn powers_of_two_up_to_the_world() {
+        assert_eq!(powers_of_two(8), vec![2, 4, 8]);
+        assert_eq!(powers_of_two(12), vec![2, 4, 8]);
+        assert!(powers_of_two(1).is_empty());
+        assert_eq!(powers_of_two(u32::MAX).len(), 31);
+    }
+
+    #[test]
     fn size_parsing() {
         assert_eq!(parse_size("4Mi").unwrap(), 4 << 20);
         assert_eq!(parse_size("1k").unwrap(), 1000);
@@ -231,11 +293,20 @@ mod tests {
     #[test]
     fn order_is_seeded_and_levelled() {
         let jobs = plan(
-            &[Kind::Allreduce, Kind::Send],
+            &[Kind::Allreduce, Kind::Send, Kind::Exchange],
             &[2, 3, 4],
+            &exchange_neighbours(true),
             &default_sizes(1 << 20),
             &[Pair::SameHost],
+            4,
         );
+        // The exchange runs on at most k + 1 of the world's ranks.
+        let ex: Vec<(u32, u32)> = jobs
+            .iter()
+            .filter(|j| j.kind == Kind::Exchange)
+            .map(|j| (j.p, j.ranks))
+            .collect();
+        assert!(ex.contains(&(1, 2)) && ex.contains(&(2, 3)) && ex.contains(&(26, 4)));
         let a = order(&jobs, 7);
         let b = order(&jobs, 7);
         let c = order(&jobs, 8);

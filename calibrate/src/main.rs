@@ -56,15 +56,18 @@ struct Args {
     /// Continue an interrupted run that wrote OUTPUT (same options).
     #[arg(long)]
     resume: bool,
-    /// Reduced grid: every function, p = 2, 3, 4 (those up to the world size), sizes 1, 1000,
-    /// 100000; at most 400 samples and 1.5 s per entry, paced to 90 s (--pace). No run budget:
-    /// it measures the whole grid (20-40 s with -np 4 on an idle 2-core machine).
+    /// Reduced grid: every function, p = 2, 3, 4 and the powers of two up to the world size and
+    /// the world size itself, sizes 1, 1000, 100000; at most 400 samples and 1.5 s per entry,
+    /// paced to 90 s (--pace). No run budget: it measures the whole grid (20-40 s with -np 4 on
+    /// an idle 2-core machine).
     #[arg(long)]
     quick: bool,
     /// Functions to measure (comma-separated, e.g. MPI_Send,Bcast); default all.
     #[arg(long, value_delimiter = ',')]
     functions: Vec<String>,
-    /// Process counts (default 2, 3, 4, 6, 8, 12, ... up to the world size).
+    /// More process counts for the collectives, added to the default ones (2, 3, 4, 6, 8, 12,
+    /// ... up to the world size; --quick: 2, 3, 4), the powers of two up to the world size and
+    /// the world size, which are always measured.
     #[arg(long, value_delimiter = ',')]
     procs: Vec<u32>,
     /// Message sizes in bytes (suffixes k, M, Ki, Mi); default 1, 10, ..., 100, 200, ... up to --max-bytes.
@@ -177,6 +180,8 @@ struct Plan {
     selected: Vec<Vec<bool>>,
     functions: Vec<String>,
     procs: Vec<u32>,
+    /// Neighbour counts of the exchange pattern.
+    ks: Vec<u32>,
     sizes: Vec<u64>,
     max_samples: u64,
     entry_budget: f64,
@@ -223,13 +228,19 @@ fn make_plan(a: &Args, world_size: u32) -> Result<Plan, String> {
         Some(s) => grid::parse_size(s)?,
         None => 4 << 20,
     };
-    let mut procs: Vec<u32> = if !a.procs.is_empty() {
-        a.procs.clone()
-    } else if a.quick {
+    // Collectives are always measured at the job's own size and at the
+    // powers of two up to it (an application calibrated with as many ranks
+    // as it runs on is never looked up out of range); --procs adds others.
+    let mut procs: Vec<u32> = if a.quick {
         vec![2, 3, 4]
     } else {
         grid::default_procs(world_size)
     };
+    procs.extend(grid::powers_of_two(world_size));
+    if world_size >= 2 {
+        procs.push(world_size);
+    }
+    procs.extend(&a.procs);
     for &p in &a.procs {
         if p < 2 || p > world_size {
             return Err(format!(
@@ -288,6 +299,7 @@ fn make_plan(a: &Args, world_size: u32) -> Result<Plan, String> {
         kinds,
         selected,
         procs,
+        ks: grid::exchange_neighbours(a.quick),
         sizes,
         max_samples,
         entry_budget: a.entry_budget.unwrap_or(if a.quick { 1.5 } else { 30.0 }),
@@ -322,6 +334,17 @@ fn interleaved(host_of: &[u32]) -> Vec<i32> {
         i += 1;
     }
     out
+}
+
+/// Whether a job's entries are same-host ones: pairs by their kind, an
+/// exchange by whether its ranks share one host (`hosts` of them), the
+/// collectives `None`.
+fn same_host_of(job: &Job, hosts: u32) -> Option<bool> {
+    match job.pair {
+        Some(p) => Some(p == Pair::SameHost),
+        None if job.kind == Kind::Exchange => Some(hosts <= 1),
+        None => None,
+    }
 }
 
 fn keys_of(job: &Job, kind_sel: &[bool], same_host: Option<bool>) -> Vec<Key> {
@@ -371,8 +394,25 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
             pair_comms.push((pair, mpi::split(world, color, if me == 0 { 0 } else { 1 })));
         }
     }
+    let jobs = grid::plan(
+        &plan.kinds,
+        &plan.procs,
+        &plan.ks,
+        &plan.sizes,
+        &pairs,
+        world_size,
+    );
+    // One communicator per size the jobs need (collectives: p; exchanges:
+    // their ranks), made of the first ranks of the host-interleaved order.
+    let mut sizes: Vec<u32> = jobs
+        .iter()
+        .filter(|j| j.pair.is_none())
+        .map(|j| j.ranks)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
     let mut comms = Vec::new();
-    for &p in &plan.procs {
+    for &p in &sizes {
         let pos = order.iter().position(|&r| r == me).unwrap_or(0) as i32;
         let color = (pos < p as i32).then_some(0);
         comms.push((p, mpi::split(world, color, pos)));
@@ -388,7 +428,6 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
         h.len() as u32
     };
 
-    let jobs = grid::plan(&plan.kinds, &plan.procs, &plan.sizes, &pairs);
     let kind_index = |k: Kind| plan.kinds.iter().position(|&x| x == k).unwrap();
 
     // Seed: given, stored (resume), or from the clock; rank 0 decides.
@@ -425,6 +464,11 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
             quick: a.quick,
             functions: plan.functions.clone(),
             procs: plan.procs.clone(),
+            exchange_neighbours: if plan.kinds.contains(&Kind::Exchange) {
+                plan.ks.clone()
+            } else {
+                Vec::new()
+            },
             sizes: plan.sizes.clone(),
             reduction: "MPI_UINT8_T with MPI_SUM".into(),
             sample: "each rank's own local duration of its call; point-to-point: a ping-pong per \
@@ -510,7 +554,7 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
             .into_iter()
             .filter(|&id| {
                 let j = &jobs[id];
-                let sh = j.pair.map(|p| p == Pair::SameHost);
+                let sh = same_host_of(j, hosts_in(j.ranks));
                 !keys_of(j, &plan.selected[kind_index(j.kind)], sh)
                     .iter()
                     .all(|k| done.contains(k))
@@ -589,7 +633,10 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
                 .iter()
                 .find(|(p, _)| *p == pair)
                 .and_then(|x| x.1),
-            None => comms.iter().find(|(p, _)| *p == job.p).and_then(|x| x.1),
+            None => comms
+                .iter()
+                .find(|(p, _)| *p == job.ranks)
+                .and_then(|x| x.1),
         };
         let Some(comm) = comm else { continue };
         if let Some((pr, done)) = progress.as_mut() {
@@ -601,7 +648,7 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
         let members: Vec<i32> = match job.pair {
             Some(Pair::SameHost) => vec![0, same_peer.unwrap_or(0)],
             Some(Pair::CrossHost) => vec![0, cross_peer.unwrap_or(0)],
-            None => order.iter().take(job.p as usize).copied().collect(),
+            None => order.iter().take(job.ranks as usize).copied().collect(),
         };
         let mine = layout.host_of[me as usize];
         let local = members
@@ -621,11 +668,12 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
         let job_settings = Settings {
             entry_budget_s,
             yield_wait: layout.host_cpus > 0 && local > layout.host_cpus,
-            window_slack_s: window_slack.get(&job.p).copied().unwrap_or(0.0),
+            window_slack_s: window_slack.get(&job.ranks).copied().unwrap_or(0.0),
             ..settings.clone()
         };
         let outcome = measure::run_job(
             job.kind,
+            job.p,
             job.bytes,
             comm,
             &mut clock,
@@ -637,7 +685,7 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
             // Learn how much longer than the warm-up estimate windows have to
             // be on this machine now: follow the growth jobs needed, and decay
             // when a job needed none.
-            let slack = window_slack.entry(job.p).or_insert(0.0);
+            let slack = window_slack.entry(job.ranks).or_insert(0.0);
             if out.growths > 0 {
                 let needed = (out.window_s - out.window_base_s).max(0.0);
                 *slack = (0.5 * *slack + 0.5 * needed).min(0.1);
@@ -646,12 +694,12 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
             }
         }
         if let (Some(out), Some(prof)) = (outcome, profile.as_mut()) {
-            let same_host = job.pair.map(|p| p == Pair::SameHost);
             let hosts = match job.pair {
                 Some(Pair::SameHost) => 1,
                 Some(Pair::CrossHost) => 2,
-                None => hosts_in(job.p),
+                None => hosts_in(job.ranks),
             };
+            let same_host = same_host_of(job, hosts);
             for (e, def) in job.kind.entries().iter().enumerate() {
                 if !sel[e] {
                     continue;
@@ -735,7 +783,7 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
             for k in keys_of(
                 j,
                 &plan.selected[kind_index(j.kind)],
-                j.pair.map(|p| p == Pair::SameHost),
+                same_host_of(j, hosts_in(j.ranks)),
             ) {
                 prof.skipped.push(Skipped {
                     function: k.function,

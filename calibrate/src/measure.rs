@@ -198,12 +198,14 @@ fn per_window(kind: Kind, p: i32) -> Vec<f64> {
     c
 }
 
-/// Measure one job on `comm` (every rank of `comm` calls this). `selected`
+/// Measure one job on `comm` (every rank of `comm` calls this); `k` is an
+/// exchange's neighbour count. `selected`
 /// says which of the pattern's entries are wanted; `deadline` is rank 0's raw
 /// clock time when the whole run's budget ends. Returns the outcome on rank 0.
 #[allow(clippy::too_many_arguments)]
 pub fn run_job(
     kind: Kind,
+    k: u32,
     bytes: u64,
     comm: Comm,
     clock: &mut Clock,
@@ -215,7 +217,7 @@ pub fn run_job(
     let p = mpi::size(comm);
     let slots = kind.slots();
     let n_entries = kind.entries().len();
-    let mut bufs = Bufs::new(kind, p as u32, bytes);
+    let mut bufs = Bufs::new(kind, p as u32, k, bytes);
     // A fresh fit point with rank 0 for every rank of the job: the model's
     // offset is current whatever the error of its slope (SKaMPI and NBCBench
     // re-synchronize per measurement too); the points also lengthen the time

@@ -17,6 +17,13 @@
 //!   `MPI_Irecv`, `MPI_Wait` (role `MPI_Irecv`).
 //! - `Sendrecv`: both ranks exchange with `MPI_Sendrecv` -> `MPI_Sendrecv`.
 //!
+//! - `Exchange`: a halo exchange of k neighbours on min(world, k + 1) ranks:
+//!   every rank posts k `MPI_Irecv` and k `MPI_Isend` (one per neighbour,
+//!   tag = neighbour number) and completes them with one `MPI_Waitall`, which
+//!   is the timed call -> `MPI_Waitall` (role `exchange`, p = k). The
+//!   completion of a halo exchange is looked up here
+//!   (`mpiover_common::completion`).
+//!
 //! Collectives run on the sub-communicator of size p with root 0; rooted ones
 //! (Bcast, Reduce, Gather(v), Scatter(v)) give a `root` and a `nonroot` entry.
 //! Reductions use `MPI_UINT8_T` with `MPI_SUM`, so that every byte count of
@@ -53,6 +60,8 @@ pub enum Kind {
     Exscan,
     ReduceScatter,
     ReduceScatterBlock,
+    /// k neighbours: Irecv + Isend to each, one timed Waitall.
+    Exchange,
 }
 
 /// One entry a pattern produces.
@@ -88,6 +97,7 @@ pub const ALL: &[Kind] = &[
     Kind::Exscan,
     Kind::ReduceScatter,
     Kind::ReduceScatterBlock,
+    Kind::Exchange,
 ];
 
 impl Kind {
@@ -116,6 +126,7 @@ impl Kind {
             Kind::Ssend => "Ssend",
             Kind::Nonblocking => "Isend/Irecv+Wait",
             Kind::Sendrecv => "Sendrecv",
+            Kind::Exchange => "Irecv+Isend+Waitall exchange",
             k => k.function(),
         }
     }
@@ -144,6 +155,7 @@ impl Kind {
             Kind::Exscan => "MPI_Exscan",
             Kind::ReduceScatter => "MPI_Reduce_scatter",
             Kind::ReduceScatterBlock => "MPI_Reduce_scatter_block",
+            Kind::Exchange => "MPI_Waitall",
         }
     }
 
@@ -159,6 +171,7 @@ impl Kind {
                 e("MPI_Wait", Some("MPI_Irecv")),
             ],
             Kind::Sendrecv => vec![e("MPI_Sendrecv", None)],
+            Kind::Exchange => vec![e("MPI_Waitall", Some("exchange"))],
             k if k.rooted() => vec![
                 e(k.function(), Some("root")),
                 e(k.function(), Some("nonroot")),
@@ -195,6 +208,7 @@ impl Kind {
 
     /// Whether a size of `bytes` per rank is possible with p ranks (counts are
     /// C ints). Barrier has only bytes = 0.
+    /// For `Exchange`, p is the number of neighbours k.
     pub fn feasible(self, p: u32, bytes: u64) -> bool {
         if self == Kind::Barrier {
             return bytes == 0;
@@ -236,12 +250,22 @@ pub struct Bufs {
     types: Vec<ffi::MPI_Datatype>,
     bytes: c_int,
     p: c_int,
+    /// `Exchange`: neighbours, and the 2k requests of a window.
+    k: usize,
+    reqs: Vec<ffi::MPI_Request>,
 }
 
 impl Bufs {
-    pub fn new(kind: Kind, p: u32, bytes: u64) -> Bufs {
+    /// `p` is the communicator's size; `k` the exchange's neighbours (other
+    /// patterns ignore it).
+    pub fn new(kind: Kind, p: u32, k: u32, bytes: u64) -> Bufs {
         let b = bytes as usize;
         let pp = p as usize;
+        let kk = if kind == Kind::Exchange {
+            k as usize
+        } else {
+            0
+        };
         let (s, r) = match kind {
             Kind::Send | Kind::Ssend | Kind::Nonblocking | Kind::Sendrecv => (b, b),
             Kind::Bcast => (b, b),
@@ -251,6 +275,7 @@ impl Bufs {
             Kind::Alltoall | Kind::Alltoallv | Kind::Alltoallw => (b * pp, b * pp),
             Kind::Barrier => (0, 0),
             Kind::ReduceScatter | Kind::ReduceScatterBlock => (b * pp, b),
+            Kind::Exchange => (b * kk, b * kk),
         };
         // Touch the memory now so that page faults do not land in a window.
         let send = vec![1u8; s.max(1)];
@@ -267,8 +292,19 @@ impl Bufs {
             },
             bytes: bytes as c_int,
             p: p as c_int,
+            k: kk,
+            reqs: vec![c::request_null(); 2 * kk],
         }
     }
+}
+
+/// The rank the `j`-th exchange message (from 1) of `me` goes to among `p`
+/// ranks, and the rank its `j`-th message comes from: neighbours cycle over
+/// the other ranks, never `me` itself (with fewer than k + 1 ranks a
+/// neighbour gets several messages, kept apart by their tags).
+pub fn exchange_peers(me: i32, j: usize, p: i32) -> (i32, i32) {
+    let step = 1 + ((j - 1) % (p.max(2) as usize - 1)) as i32;
+    ((me + step).rem_euclid(p), (me - step).rem_euclid(p))
 }
 
 /// Run the calls of one window and write each slot's local duration.
@@ -429,6 +465,47 @@ pub fn run_window(kind: Kind, comm: Comm, me: i32, w: u64, b: &mut Bufs, out: &m
         Kind::ReduceScatterBlock => {
             timed!(0, ffi::PMPI_Reduce_scatter_block(sp, rp, n, u8t, sum, comm))
         }
+        Kind::Exchange => {
+            let k = b.k;
+            let np = b.p;
+            let len = n.max(0) as usize;
+            for j in 1..=k {
+                let (_, from) = exchange_peers(me, j, np);
+                // SAFETY: the receive buffer holds k blocks; the request
+                // array 2k requests.
+                unsafe {
+                    ffi::PMPI_Irecv(
+                        rp.cast::<u8>().add((j - 1) * len).cast(),
+                        n,
+                        byte,
+                        from,
+                        j as c_int,
+                        comm,
+                        b.reqs.as_mut_ptr().add(j - 1),
+                    );
+                }
+            }
+            for j in 1..=k {
+                let (to, _) = exchange_peers(me, j, np);
+                // SAFETY: as above, the send buffer holds k blocks.
+                unsafe {
+                    ffi::PMPI_Isend(
+                        sp.cast::<u8>().add((j - 1) * len).cast(),
+                        n,
+                        byte,
+                        to,
+                        j as c_int,
+                        comm,
+                        b.reqs.as_mut_ptr().add(k + j - 1),
+                    );
+                }
+            }
+            let reqs = b.reqs.as_mut_ptr();
+            timed!(
+                0,
+                ffi::PMPI_Waitall((2 * k) as c_int, reqs, c::statuses_ignore())
+            )
+        }
     }
     let _ = b.p;
 }
@@ -436,6 +513,23 @@ pub fn run_window(kind: Kind, comm: Comm, me: i32, w: u64, b: &mut Bufs, out: &m
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exchange_messages_match_and_never_go_to_self() {
+        for p in 2..=9i32 {
+            for k in 1..=26usize {
+                for me in 0..p {
+                    for j in 1..=k {
+                        let (to, from) = exchange_peers(me, j, p);
+                        assert_ne!(to, me);
+                        assert_ne!(from, me);
+                        // What `me` sends with tag j, `to` expects with tag j from `me`.
+                        assert_eq!(exchange_peers(to, j, p).1, me);
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn names() {
@@ -473,6 +567,7 @@ mod tests {
         assert_eq!(Kind::Nonblocking.entry_of(1, 3, 0), Some(1));
         assert_eq!(Kind::Bcast.entry_of(0, 0, 5), Some(0));
         assert_eq!(Kind::Bcast.entry_of(2, 0, 5), Some(1));
+        assert_eq!(Kind::Exchange.entry_of(3, 0, 1), Some(0));
         assert!(!Kind::Barrier.feasible(2, 1));
         assert!(Kind::Barrier.feasible(2, 0));
     }

@@ -262,6 +262,10 @@ pub struct Method {
     /// The grid asked for.
     pub functions: Vec<String>,
     pub procs: Vec<u32>,
+    /// Neighbour counts k of the exchange pattern (`MPI_Waitall`, role
+    /// `exchange`); empty in profiles made before it existed.
+    #[serde(default)]
+    pub exchange_neighbours: Vec<u32>,
     pub sizes: Vec<u64>,
     /// Datatype and op of the reductions.
     pub reduction: String,
