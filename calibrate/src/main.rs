@@ -24,6 +24,7 @@ mod measure;
 mod mpi;
 mod pattern;
 mod progress;
+mod protocol;
 mod stat;
 
 use std::collections::HashSet;
@@ -182,6 +183,8 @@ struct Plan {
     procs: Vec<u32>,
     /// Neighbour counts of the exchange pattern.
     ks: Vec<u32>,
+    /// Largest message size (--max-bytes): the eager limit is searched up to it.
+    max_bytes: u64,
     sizes: Vec<u64>,
     max_samples: u64,
     entry_budget: f64,
@@ -300,6 +303,7 @@ fn make_plan(a: &Args, world_size: u32) -> Result<Plan, String> {
         selected,
         procs,
         ks: grid::exchange_neighbours(a.quick),
+        max_bytes,
         sizes,
         max_samples,
         entry_budget: a.entry_budget.unwrap_or(if a.quick { 1.5 } else { 30.0 }),
@@ -541,12 +545,48 @@ fn run(a: &Args, world: mpi::Comm) -> Result<(), Fail> {
         sync_exchanges: a.sync_exchanges,
     };
 
+    // The eager limit of each pair kind, when blocking sends are measured
+    // (their wait state depends on it).
+    let mut protocol = None;
+    if plan.kinds.contains(&Kind::Send) {
+        let mut p = mpiover_common::profile::Protocol {
+            searched_up_to: plan.max_bytes.clamp(1, i32::MAX as u64),
+            method: format!(
+                "blocking MPI_Send to a receiver {:.0} ms late, {} probes per size, sizes doubled \
+                 from 1 byte then bisected: the largest size whose send returned within half the \
+                 delay",
+                protocol::DELAY_S * 1e3,
+                protocol::REPS
+            ),
+            ..Default::default()
+        };
+        for (pair, comm) in &pair_comms {
+            if let Some(comm) = comm {
+                let (limit, _) = protocol::eager_limit(*comm, plan.max_bytes);
+                match pair {
+                    Pair::SameHost => p.eager_limit_same_host = Some(limit),
+                    Pair::CrossHost => p.eager_limit_cross_host = Some(limit),
+                }
+            }
+        }
+        p.mpi_t = mpiover_mpisys::mpit::eager_limit().map(|(cvar, bytes)| {
+            mpiover_common::profile::MpiTValue {
+                cvar: cvar.to_string(),
+                bytes,
+            }
+        });
+        protocol = Some(p);
+    }
+
     // Rank 0: the job queue (resume: what is missing, the first missing last).
     let mut queue: Vec<usize> = Vec::new();
     let mut progress = None;
     let mut run_id = String::new();
     let mut prev_wall = 0.0;
     if let Some(prof) = profile.as_mut() {
+        if protocol.is_some() {
+            prof.protocol = protocol.take();
+        }
         let done: HashSet<Key> = prof.entries.iter().map(|e| e.key()).collect();
         let all = grid::order(&jobs, seed);
         let total = all.len();

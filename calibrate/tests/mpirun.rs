@@ -568,7 +568,7 @@ fn loadavg() -> String {
 /// measured, nothing is skipped, and the wall time is printed (not asserted:
 /// the machine is shared; pacing targets 90 s whatever the load).
 #[test]
-fn quick_covers_every_function_and_p_2_3_4() {
+fn quick_covers_every_function_p_2_3_4_and_the_exchange() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let d = tmpdir("quick");
     let f = d.join("q.json");
@@ -696,6 +696,19 @@ fn quick_covers_every_function_and_p_2_3_4() {
             }
         }
     }
+    // The k-neighbour exchange (the completion of a halo exchange).
+    for k in [1u32, 2, 6, 26] {
+        for b in [1u64, 1000, 100_000] {
+            want.insert(Key {
+                function: "MPI_Waitall".into(),
+                p: k,
+                bytes: b,
+                role: Some("exchange".into()),
+                same_host: Some(true),
+            });
+        }
+    }
+    assert_eq!(p.method.exchange_neighbours, vec![1, 2, 6, 26]);
     for pp in [2u32, 3, 4] {
         want.insert(Key {
             function: "MPI_Barrier".into(),
@@ -1002,4 +1015,40 @@ fn max_bytes_and_budget_options_are_checked() {
         assert_eq!(err.matches("error:").count(), 1, "{args:?}: {err}");
     }
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The application's process count is always calibrated: `--quick` at 8
+/// ranks measures the collectives at p = 8 (and the powers of two below),
+/// so an 8-rank run is never looked up out of range.
+#[test]
+fn quick_measures_collectives_at_the_world_size() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tmpdir("world_size");
+    let f = d.join("w.json");
+    let args = [
+        "--quick",
+        "--functions",
+        "MPI_Allreduce,MPI_Barrier",
+        "--sizes",
+        "8",
+        "-o",
+        f.to_str().unwrap(),
+    ];
+    let Some(out) = run(8, &[], &args) else {
+        return;
+    };
+    ok(&out);
+    let p = Profile::load(&f).unwrap();
+    assert_eq!(p.method.procs, vec![2, 3, 4, 8]);
+    for pp in [2u32, 3, 4, 8] {
+        assert!(
+            p.entries
+                .iter()
+                .any(|e| e.function == "MPI_Allreduce" && e.p == pp),
+            "no MPI_Allreduce entry at p = {pp}"
+        );
+    }
+    let l = p.tmax("MPI_Allreduce", 8, 8, None).unwrap();
+    assert!(!l.out_of_range && l.exact, "{l:?}");
+    assert!(p.tmax("MPI_Allreduce", 16, 8, None).unwrap().out_of_range);
 }

@@ -170,8 +170,55 @@ pub struct Profile {
     /// Base points that were planned but not measured, and why.
     #[serde(default)]
     pub skipped: Vec<Skipped>,
+    /// The library's eager/rendezvous threshold as measured (absent in
+    /// profiles made before it was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
     #[serde(skip)]
     index: OnceLock<Index>,
+}
+
+/// Where the library switches from the eager to the rendezvous protocol:
+/// the largest message a blocking `MPI_Send` delivers without waiting for
+/// its receiver, found by sending to a receiver that is deliberately late.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Protocol {
+    /// Largest eager message between two ranks of one host (bytes); `null`
+    /// when not measured.
+    pub eager_limit_same_host: Option<u64>,
+    /// The same between two hosts; `null` when the run had one host.
+    pub eager_limit_cross_host: Option<u64>,
+    /// Largest size searched: a limit equal to it means every size up to it
+    /// was eager.
+    pub searched_up_to: u64,
+    /// How it was measured.
+    pub method: String,
+    /// What the library's `MPI_T` control variables say, when it has one:
+    /// `{cvar, bytes}`.
+    pub mpi_t: Option<MpiTValue>,
+}
+
+/// A control variable's value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MpiTValue {
+    pub cvar: String,
+    pub bytes: u64,
+}
+
+impl Protocol {
+    /// The smallest message size that is sent with the rendezvous protocol:
+    /// one above the eager limit (the same-host one, or the smaller of the
+    /// two when both were measured: sends are then labelled as waiting for
+    /// their receiver rather than not); `None` when nothing was measured or
+    /// every size searched was eager.
+    pub fn rendezvous_bytes(&self) -> Option<u64> {
+        let limit = match (self.eager_limit_same_host, self.eager_limit_cross_host) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        (limit < self.searched_up_to).then_some(limit + 1)
+    }
 }
 
 /// Where the profile was measured. Every field has a default so that an
@@ -624,6 +671,7 @@ impl Profile {
             runs: Vec::new(),
             entries: Vec::new(),
             skipped: Vec::new(),
+            protocol: None,
             index: OnceLock::new(),
         }
     }
@@ -754,6 +802,9 @@ impl Profile {
         field(&mut out, "method", &self.method, false);
         list(&mut out, "runs", &self.runs, false);
         list(&mut out, "entries", &self.entries, false);
+        if let Some(p) = &self.protocol {
+            field(&mut out, "protocol", p, false);
+        }
         list(&mut out, "skipped", &self.skipped, true);
         out.push_str("}\n");
         out
@@ -1335,7 +1386,28 @@ impl Profile {
                 out.skipped.push(s.clone());
             }
         }
+        out.protocol = merge_protocol(a.protocol.as_ref(), b.protocol.as_ref());
         Ok(out)
+    }
+}
+
+/// Two measurements of the eager limit: the smaller of each kind (a size one
+/// run saw wait for its receiver is not trusted to be eager), searched up to
+/// the smaller bound.
+fn merge_protocol(a: Option<&Protocol>, b: Option<&Protocol>) -> Option<Protocol> {
+    let min = |x: Option<u64>, y: Option<u64>| match (x, y) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    };
+    match (a, b) {
+        (Some(a), Some(b)) => Some(Protocol {
+            eager_limit_same_host: min(a.eager_limit_same_host, b.eager_limit_same_host),
+            eager_limit_cross_host: min(a.eager_limit_cross_host, b.eager_limit_cross_host),
+            searched_up_to: a.searched_up_to.min(b.searched_up_to),
+            method: a.method.clone(),
+            mpi_t: a.mpi_t.clone().or_else(|| b.mpi_t.clone()),
+        }),
+        (a, b) => a.or(b).cloned(),
     }
 }
 

@@ -64,6 +64,11 @@ pub struct Record {
     /// Warnings the tool raised during the run (once each).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The eager limit the MPI library states through its `MPI_T` control
+    /// variables, when it states one (the report's threshold of the
+    /// rendezvous protocol when no profile measured it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eager_limit: Option<crate::profile::MpiTValue>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -539,6 +539,7 @@ mod tests {
             }],
             folded: Folded::default(),
             warnings: vec![],
+            eager_limit: None,
         }
     }
 

@@ -33,6 +33,8 @@ pub struct RunInfo {
     pub depth: u32,
     pub max_keys: u32,
     pub warnings: Vec<String>,
+    /// The eager limit the library states through `MPI_T`, if it does.
+    pub eager_limit: Option<mpiover_common::profile::MpiTValue>,
 }
 
 pub static INFO: OnceLock<RunInfo> = OnceLock::new();
@@ -379,6 +381,15 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
         depth: opts.depth,
         max_keys: opts.max_keys,
         warnings,
+        // Asked once, at start-up, outside any wrapper (the busy guard is
+        // still held): the report's rendezvous threshold when no profile
+        // measured one.
+        eager_limit: mpiover_mpisys::mpit::eager_limit().map(|(cvar, bytes)| {
+            mpiover_common::profile::MpiTValue {
+                cvar: cvar.to_string(),
+                bytes,
+            }
+        }),
     };
     drop(busy);
 

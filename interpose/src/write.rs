@@ -258,6 +258,7 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
         entries,
         folded,
         warnings: request_warnings(&info.warnings, dropped, unmatched),
+        eager_limit: info.eager_limit.clone(),
     };
     Some((rec, addrs.into_keys().collect()))
 }

@@ -24,6 +24,8 @@ mod bindings {
 }
 pub use bindings::*;
 
+pub mod mpit;
+
 /// `openmpi`, `mpich` or `unknown`: the library this crate was built against.
 pub const FLAVOR: &str = env!("MPIOVER_MPI_FLAVOR");
 /// How the library was found (`mpicc -show`, `pkg-config NAME`).

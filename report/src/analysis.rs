@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use mpiover_common::completion::{KeyRef, Requests};
 use mpiover_common::functions::{class_of, wait_state, EventClass};
 use mpiover_common::histogram::bucket_bounds;
-use mpiover_common::profile::Basis;
+use mpiover_common::profile::{Basis, MpiTValue};
 use mpiover_common::record::{Entry, Record, Site};
 use mpiover_common::run::{parse_record, RankInfo, RunCheck, RunDir, RunError, RunSummary};
 
@@ -32,9 +32,10 @@ use crate::model::*;
 use crate::signif;
 use crate::tmax::{Tmax, TmaxSource};
 
-/// Default threshold of the rendezvous protocol: Open MPI's TCP BTL and
-/// MPICH's nemesis switch at 64 KiB or above (Open MPI's shared-memory BTL
-/// switches at 4 KiB: pass `--eager-limit 4096` for single-node Open MPI runs).
+/// Last-resort threshold of the rendezvous protocol, when neither the
+/// option, nor the profile (which measures it), nor the library (`MPI_T`,
+/// recorded by the interposer) says: Open MPI's TCP BTL and MPICH's nemesis
+/// network modules switch at 64 KiB.
 pub const DEFAULT_RENDEZVOUS_BYTES: u64 = 64 * 1024;
 
 /// Default of [`Options::min_share`]: 0.1 % of the MPI time.
@@ -889,13 +890,51 @@ impl Agg {
     }
 }
 
-fn rendezvous(opts: &Options, tmax: Option<&dyn TmaxSource>) -> (u64, &'static str) {
+/// [`rendezvous`] for a run whose first record is `first`: without a profile
+/// given, the one the run was recorded with is asked (when it can be read).
+fn rendezvous_of(
+    opts: &Options,
+    tmax: Option<&dyn TmaxSource>,
+    first: Option<&Record>,
+) -> (u64, String) {
+    let recorded = match (tmax, first.and_then(|r| r.profile.as_ref())) {
+        (None, Some(p)) => mpiover_common::profile::Profile::load(&p.path)
+            .ok()
+            .and_then(|p| p.protocol?.rendezvous_bytes()),
+        _ => None,
+    };
+    rendezvous(
+        opts,
+        tmax,
+        recorded,
+        first.and_then(|r| r.eager_limit.as_ref()),
+    )
+}
+
+/// The threshold of the rendezvous protocol and where it came from, in this
+/// order: `--eager-limit`, the profile's measurement (the profile given, or
+/// the one the run was recorded with: `recorded`), what the library states
+/// through `MPI_T` (recorded by the interposer), a default.
+fn rendezvous(
+    opts: &Options,
+    tmax: Option<&dyn TmaxSource>,
+    recorded: Option<u64>,
+    mpi_t: Option<&MpiTValue>,
+) -> (u64, String) {
     if let Some(b) = opts.eager_limit {
-        (b, "option")
-    } else if let Some(b) = tmax.and_then(|t| t.rendezvous_bytes()) {
-        (b, "profile")
+        (b, "--eager-limit".into())
+    } else if let Some(b) = tmax.and_then(|t| t.rendezvous_bytes()).or(recorded) {
+        (b, "measured by the calibration (profile)".into())
+    } else if let Some(m) = mpi_t {
+        (
+            m.bytes.saturating_add(1),
+            format!("the MPI library's control variable {} (MPI_T)", m.cvar),
+        )
     } else {
-        (DEFAULT_RENDEZVOUS_BYTES, "default")
+        (
+            DEFAULT_RENDEZVOUS_BYTES,
+            "default: no profile measured it and the library does not state it".into(),
+        )
     }
 }
 
@@ -906,7 +945,18 @@ pub fn analyze_dir(
     opts: &Options,
 ) -> Result<Report, RunError> {
     let rd = RunDir::open(dir)?;
-    let (rdv, _) = rendezvous(opts, tmax);
+    // Only needed when neither the option nor a profile given decides: the
+    // first record's view (the profile it was recorded with, what the
+    // library stated).
+    let first = if opts.eager_limit.is_none() && tmax.and_then(|t| t.rendezvous_bytes()).is_none() {
+        rd.files.first().and_then(|path| {
+            let bytes = std::fs::read(path).ok()?;
+            parse_record(path, &bytes).ok()
+        })
+    } else {
+        None
+    };
+    let (rdv, rdv_source) = rendezvous_of(opts, tmax, first.as_ref());
     let n = rd.files.len();
     let threads = if opts.threads > 0 {
         opts.threads
@@ -979,6 +1029,7 @@ pub fn analyze_dir(
         &dir.display().to_string(),
         tmax,
         opts,
+        (rdv, rdv_source),
     ))
 }
 
@@ -991,12 +1042,12 @@ pub fn analyze_records(
     tmax: Option<&dyn TmaxSource>,
     opts: &Options,
 ) -> Report {
-    let (rdv, _) = rendezvous(opts, tmax);
+    let (rdv, rdv_source) = rendezvous_of(opts, tmax, records.first());
     let mut agg = Agg::new(opts.detail_sites > 0);
     for r in records {
         agg.add_record(r, tmax, rdv);
     }
-    finish(agg, summary, dir, tmax, opts)
+    finish(agg, summary, dir, tmax, opts, (rdv, rdv_source))
 }
 
 fn median_sorted(v: &[f64]) -> f64 {
@@ -1158,6 +1209,7 @@ fn finish(
     dir: &str,
     tmax: Option<&dyn TmaxSource>,
     opts: &Options,
+    (rdv, rdv_source): (u64, String),
 ) -> Report {
     agg.ranks.sort_by_key(|r| r.rank);
     let ranks = &agg.ranks;
@@ -1251,7 +1303,6 @@ fn finish(
     }
 
     let overhead_known = lookups.entries > 0;
-    let (rdv, rdv_source) = rendezvous(opts, tmax);
     let mut min_calls = q_max.map(|q| signif::min_calls(q, opts.alpha));
 
     // Build every site.
@@ -1651,7 +1702,7 @@ fn finish(
             min_calls,
             min_share: opts.min_share,
             rendezvous_bytes: rdv,
-            rendezvous_source: rdv_source.into(),
+            rendezvous_source: rdv_source,
             lookups,
             tool: ToolCost {
                 cost_per_call_s: median_sorted(&costs),

@@ -35,7 +35,8 @@ pub struct AnalysisArgs {
     #[arg(long, default_value_t = crate::analysis::DEFAULT_MIN_SHARE, value_name = "FRACTION")]
     pub min_share: f64,
     /// Sends of at least this many bytes are rendezvous sends (Late Receiver).
-    /// Default: the profile's, else 65536.
+    /// Default: one above the eager limit the profile measured, else the one
+    /// the MPI library states (MPI_T, in the records), else 65536.
     #[arg(long, value_name = "BYTES")]
     pub eager_limit: Option<u64>,
     /// Threads that parse records (default: one per core).

@@ -247,7 +247,9 @@ pub struct Methods {
     /// Sends of at least this many bytes are taken as rendezvous sends
     /// (Late Receiver); `MPI_Ssend` always, `MPI_Bsend` never.
     pub rendezvous_bytes: u64,
-    /// Where that threshold comes from: `option`, `profile` or `default`.
+    /// Where that threshold comes from: `--eager-limit`, the profile's
+    /// measurement, the library's `MPI_T` control variable (named), or the
+    /// default.
     pub rendezvous_source: String,
     pub lookups: Lookups,
     pub tool: ToolCost,

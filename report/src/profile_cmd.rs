@@ -182,6 +182,25 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
             fmt_s(worst)
         );
     }
+    match &prof.protocol {
+        Some(p) => {
+            let lim = |l: Option<u64>| match l {
+                Some(b) if b >= p.searched_up_to => format!("every size up to {b} B eager"),
+                Some(b) => format!("{b} B (sends of {} B or more wait for the receiver)", b + 1),
+                None => "-".into(),
+            };
+            println!(
+                "  eager:    same host {}; across hosts {}{}",
+                lim(p.eager_limit_same_host),
+                lim(p.eager_limit_cross_host),
+                p.mpi_t
+                    .as_ref()
+                    .map(|t| format!("; the library states {} = {} B", t.cvar, t.bytes))
+                    .unwrap_or_default()
+            );
+        }
+        None => println!("  eager:    not measured (a profile without MPI_Send)"),
+    }
     for n in &m.notes {
         println!("  note:     {n}");
     }

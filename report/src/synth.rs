@@ -152,6 +152,7 @@ pub fn empty_record(run_id: &str, rank: u32, ranks: u32, host: &str) -> Record {
         entries: Vec::new(),
         folded: Folded::default(),
         warnings: Vec::new(),
+        eager_limit: None,
     }
 }
 

@@ -186,6 +186,9 @@ impl TmaxSource for ProfileTmax {
     fn q_max(&self) -> Option<f64> {
         Some(self.profile.method.q_max)
     }
+    fn rendezvous_bytes(&self) -> Option<u64> {
+        self.profile.protocol.as_ref()?.rendezvous_bytes()
+    }
     fn matches(&self, mpi_library: &str, hosts: &[String]) -> Option<(bool, String)> {
         let env = Environment {
             mpi_library: mpi_library.to_string(),
