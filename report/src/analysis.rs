@@ -770,9 +770,18 @@ impl Agg {
                 .map(|p| p as u32);
             if let Some(peer) = p2p_peer {
                 if waits && ev.tmax.is_some() && ev.overhead > 0.0 {
+                    // The posting line: the completion's own when all its
+                    // requests shared one, else that of the requests to or
+                    // from this peer of the kind that waits.
+                    let want_recv = state == Some("Late Sender");
                     let at = e
                         .post_site
-                        .map(|ps| Loc::of(site_of(ps), &e.function).display());
+                        .map(|ps| Loc::of(site_of(ps), &e.function).display())
+                        .or_else(|| {
+                            posts_done.get(&e.site)?.iter().find_map(|(p, at, recv)| {
+                                (*p == peer && *recv == want_recv).then(|| at.clone())
+                            })
+                        });
                     acc.waited_for
                         .entry((peer, at))
                         .or_default()

@@ -10,6 +10,13 @@
 //!   its messages.
 //! - The clean exchange: no significant site worth 1 % of the MPI time.
 //! - Both: every completion call has a tmax, and no completion is unmatched.
+//!
+//! Under MPICH the exchange runs on 2 ranks (one neighbour, 25 null slots):
+//! MPICH's ranks poll without yielding, and 8 of them on this project's 2
+//! cores make the calibrated 6- and 26-neighbour exchanges take 20-27 ms at
+//! the 99th percentile (time slices, measured 2026-11-24), longer than the
+//! injected 20 ms: the wait is then rightly within tmax. Open MPI yields
+//! when oversubscribed and is tested at 8.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -19,22 +26,33 @@ use serde_json::Value;
 use crate::accuracy::{report_json, site_at, sites};
 use crate::harness::*;
 
-const NP: u32 = 8;
-const LATE: u32 = 3;
+/// Ranks of the exchange (see the module docs).
+fn np() -> u32 {
+    if mpi_flavor() == "mpich" {
+        2
+    } else {
+        8
+    }
+}
+
+/// The late rank.
+fn late() -> u32 {
+    np().min(4) - 1
+}
 const FILE: &str = "halo3d.c";
 
 fn line(tag: &str) -> u32 {
     marker(&format!("nonblocking/{FILE}"), tag)
 }
 
-/// A quick calibration at 8 ranks of what the halo exchange calls.
+/// A quick calibration, at the exchange's ranks, of what it calls.
 fn halo_profile() -> &'static Path {
     static PROFILE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     shared(&PROFILE, || {
         let dir = scratch("halo_calibration");
         let prof = dir.join("profile.json");
         let out = Job::program(
-            NP,
+            np(),
             calibrate_bin(),
             &[
                 "--quick",
@@ -66,7 +84,7 @@ fn run(test: &str, args: &[&str]) -> Run {
     let prof = halo_profile();
     let p = profile_program(
         test,
-        NP,
+        np(),
         &example_in("nonblocking", "halo3d"),
         args,
         &[("MPIOVER_PROFILE", prof.to_str().expect("utf-8 path"))],
@@ -132,23 +150,24 @@ fn check_completions(r: &Run, ctx: &str) {
 
 #[test]
 fn halo_late_neighbour_is_overhead_at_the_waitall_charged_to_it_and_its_irecv_line() {
-    let r = run("halo_late", &["20", "20", &LATE.to_string()]);
+    let (np, late) = (np(), late());
+    let r = run("halo_late", &["20", "20", &late.to_string()]);
     let ctx = context(&r);
-    let injected = injected_s(&r.out, "halo3d", LATE);
+    let injected = injected_s(&r.out, "halo3d", late);
     check_completions(&r, &ctx);
     let s = site_at(&r.report, FILE, line("halo-waitall"), "MPI_Waitall")
         .unwrap_or_else(|| panic!("no MPI_Waitall site at the halo-waitall line\n{ctx}"));
     assert_eq!(s["wait_state"], "Late Sender", "{ctx}");
     assert_eq!(s["significant"], true, "{ctx}");
-    assert_eq!(s["late_ranks"][0], LATE, "{ctx}");
-    // Every other rank neighbours the late one on a 2 x 2 x 2 grid and
-    // waits about what it slept, once per iteration.
+    assert_eq!(s["late_ranks"][0], late, "{ctx}");
+    // Every other rank neighbours the late one on a 2 x 2 x 2 grid (and on
+    // 2 ranks) and waits about what it slept, once per iteration.
     let overhead = s["overhead_s"].as_f64().unwrap_or(0.0);
-    let want = f64::from(NP - 1) * injected;
+    let want = f64::from(np - 1) * injected;
     assert_close("overhead at the Waitall line", overhead, want, 0.15, &ctx);
     // Whom it waited for: the late rank, through the Irecv line.
     let w = &s["waited_for"][0];
-    assert_eq!(w["peer"], LATE, "{ctx}");
+    assert_eq!(w["peer"], late, "{ctx}");
     let irecv = format!("{FILE}:{}", line("halo-irecv"));
     assert!(
         w["posted_at"].as_str().is_some_and(|p| p.ends_with(&irecv)),
@@ -164,14 +183,14 @@ fn halo_late_neighbour_is_overhead_at_the_waitall_charged_to_it_and_its_irecv_li
     // The wait matrix: each waiting rank's cell on the late rank holds what
     // it waited, within 15 % of the injected delay.
     let cells = r.report["wait_matrix"]["cells"].as_array().expect("cells");
-    for waiter in (0..NP).filter(|&w| w != LATE) {
+    for waiter in (0..np).filter(|&w| w != late) {
         let v: f64 = cells
             .iter()
-            .filter(|c| c["waiter"] == waiter && c["peer"] == LATE)
+            .filter(|c| c["waiter"] == waiter && c["peer"] == late)
             .filter_map(|c| c["value_s"].as_f64())
             .sum();
         assert_close(
-            &format!("rank {waiter}'s wait on rank {LATE}"),
+            &format!("rank {waiter}'s wait on rank {late}"),
             v,
             injected,
             0.15,
@@ -191,7 +210,7 @@ fn halo_late_neighbour_is_overhead_at_the_waitall_charged_to_it_and_its_irecv_li
 
 #[test]
 fn halo_clean_exchange_has_no_significant_site_worth_one_percent() {
-    let r = run("halo_clean", &["300", "0", &LATE.to_string()]);
+    let r = run("halo_clean", &["300", "0", &late().to_string()]);
     let ctx = context(&r);
     check_completions(&r, &ctx);
     for s in sites(&r.report) {

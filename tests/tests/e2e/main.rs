@@ -20,6 +20,7 @@ mod large_count;
 mod nonblocking;
 mod pcontrol;
 mod profile_use;
+mod protocol;
 mod python;
 mod record_format;
 mod report;
