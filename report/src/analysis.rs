@@ -905,7 +905,7 @@ fn rendezvous_of(
     opts: &Options,
     tmax: Option<&dyn TmaxSource>,
     first: Option<&Record>,
-) -> (u64, String) {
+) -> (u64, &'static str, String) {
     let recorded = match (tmax, first.and_then(|r| r.profile.as_ref())) {
         (None, Some(p)) => mpiover_common::profile::Profile::load(&p.path)
             .ok()
@@ -929,19 +929,21 @@ fn rendezvous(
     tmax: Option<&dyn TmaxSource>,
     recorded: Option<u64>,
     mpi_t: Option<&MpiTValue>,
-) -> (u64, String) {
+) -> (u64, &'static str, String) {
     if let Some(b) = opts.eager_limit {
-        (b, "--eager-limit".into())
+        (b, "option", "--eager-limit".into())
     } else if let Some(b) = tmax.and_then(|t| t.rendezvous_bytes()).or(recorded) {
-        (b, "measured by the calibration (profile)".into())
+        (b, "profile", "measured by the calibration (profile)".into())
     } else if let Some(m) = mpi_t {
         (
             m.bytes.saturating_add(1),
+            "mpi_t",
             format!("the MPI library's control variable {} (MPI_T)", m.cvar),
         )
     } else {
         (
             DEFAULT_RENDEZVOUS_BYTES,
+            "default",
             "default: no profile measured it and the library does not state it".into(),
         )
     }
@@ -965,7 +967,7 @@ pub fn analyze_dir(
     } else {
         None
     };
-    let (rdv, rdv_source) = rendezvous_of(opts, tmax, first.as_ref());
+    let (rdv, rdv_source, rdv_detail) = rendezvous_of(opts, tmax, first.as_ref());
     let n = rd.files.len();
     let threads = if opts.threads > 0 {
         opts.threads
@@ -1038,7 +1040,7 @@ pub fn analyze_dir(
         &dir.display().to_string(),
         tmax,
         opts,
-        (rdv, rdv_source),
+        (rdv, rdv_source, rdv_detail),
     ))
 }
 
@@ -1051,12 +1053,12 @@ pub fn analyze_records(
     tmax: Option<&dyn TmaxSource>,
     opts: &Options,
 ) -> Report {
-    let (rdv, rdv_source) = rendezvous_of(opts, tmax, records.first());
+    let (rdv, rdv_source, rdv_detail) = rendezvous_of(opts, tmax, records.first());
     let mut agg = Agg::new(opts.detail_sites > 0);
     for r in records {
         agg.add_record(r, tmax, rdv);
     }
-    finish(agg, summary, dir, tmax, opts, (rdv, rdv_source))
+    finish(agg, summary, dir, tmax, opts, (rdv, rdv_source, rdv_detail))
 }
 
 fn median_sorted(v: &[f64]) -> f64 {
@@ -1218,7 +1220,7 @@ fn finish(
     dir: &str,
     tmax: Option<&dyn TmaxSource>,
     opts: &Options,
-    (rdv, rdv_source): (u64, String),
+    (rdv, rdv_source, rdv_detail): (u64, &'static str, String),
 ) -> Report {
     agg.ranks.sort_by_key(|r| r.rank);
     let ranks = &agg.ranks;
@@ -1711,7 +1713,8 @@ fn finish(
             min_calls,
             min_share: opts.min_share,
             rendezvous_bytes: rdv,
-            rendezvous_source: rdv_source,
+            rendezvous_source: rdv_source.into(),
+            rendezvous_detail: rdv_detail,
             lookups,
             tool: ToolCost {
                 cost_per_call_s: median_sorted(&costs),

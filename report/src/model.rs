@@ -247,10 +247,13 @@ pub struct Methods {
     /// Sends of at least this many bytes are taken as rendezvous sends
     /// (Late Receiver); `MPI_Ssend` always, `MPI_Bsend` never.
     pub rendezvous_bytes: u64,
-    /// Where that threshold comes from: `--eager-limit`, the profile's
-    /// measurement, the library's `MPI_T` control variable (named), or the
-    /// default.
+    /// Where that threshold comes from: `option` (`--eager-limit`),
+    /// `profile` (measured by the calibration), `mpi_t` (what the library
+    /// states), `default`.
     pub rendezvous_source: String,
+    /// The same in words (the `MPI_T` control variable named).
+    #[serde(default)]
+    pub rendezvous_detail: String,
     pub lookups: Lookups,
     pub tool: ToolCost,
     pub timer: TimerInfo,

@@ -884,7 +884,7 @@ fn methods(o: &mut String, c: &Ctx) {
         format!(
             "Scalasca's names; sends of {} or more are rendezvous ({}), MPI_Ssend always, MPI_Bsend never",
             bytes(m.rendezvous_bytes),
-            m.rendezvous_source
+            m.rendezvous_detail
         ),
     );
     let l = &m.lookups;

@@ -559,7 +559,7 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
         o,
         "  Wait states  Scalasca's names; sends of {} or more are rendezvous ({}), MPI_Ssend always, MPI_Bsend never",
         bytes(m.rendezvous_bytes),
-        m.rendezvous_source
+        m.rendezvous_detail
     );
     let l = &m.lookups;
     if l.entries > 0 || m.profile.is_some() {

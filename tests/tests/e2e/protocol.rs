@@ -52,12 +52,7 @@ fn protocol_wavefront_sends_above_the_measured_eager_limit_wait_as_late_receiver
     let ctx = format!("{report:#}\n{}", p.out.dump());
     let m = &report["methods"];
     assert_eq!(m["rendezvous_bytes"], limit + 1, "{ctx}");
-    assert!(
-        m["rendezvous_source"]
-            .as_str()
-            .is_some_and(|s| s.contains("calibration")),
-        "{ctx}"
-    );
+    assert_eq!(m["rendezvous_source"], "profile", "{ctx}");
     let send = site_at(
         &report,
         "wavefront.c",
@@ -86,5 +81,5 @@ fn protocol_wavefront_sends_above_the_measured_eager_limit_wait_as_late_receiver
     )
     .expect("send site");
     assert!(s["wait_state"].is_null(), "{s:#}");
-    assert_eq!(r["methods"]["rendezvous_source"], "--eager-limit");
+    assert_eq!(r["methods"]["rendezvous_source"], "option");
 }
