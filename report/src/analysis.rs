@@ -365,7 +365,10 @@ struct RankAcc {
     rank: u32,
     host: String,
     app_time: f64,
+    /// Without start-up and shut-down.
     mpi_time: f64,
+    startup: f64,
+    shutdown: f64,
     event_time: f64,
     overhead: Option<f64>,
     calls: u64,
@@ -844,11 +847,23 @@ impl Agg {
         }
         self.folded_keys += rec.folded.keys;
         self.folded_calls += rec.folded.calls;
+        // Start-up and shut-down are not the application's communication:
+        // they go on their own line, out of the MPI time every %MPI divides by.
+        let (mut startup, mut shutdown) = (0.0, 0.0);
+        for f in &rec.functions {
+            match f.function.as_str() {
+                "MPI_Init" | "MPI_Init_thread" => startup += f.time_s,
+                "MPI_Finalize" => shutdown += f.time_s,
+                _ => {}
+            }
+        }
         self.ranks.push(RankAcc {
             rank: rec.rank,
             host: rec.host.clone(),
             app_time: rec.app_time_s,
-            mpi_time: rec.mpi_time_s,
+            mpi_time: (rec.mpi_time_s - startup - shutdown).max(0.0),
+            startup,
+            shutdown,
             event_time,
             overhead: rank_overhead,
             calls: rec.tool.calls,
@@ -1228,6 +1243,8 @@ fn finish(
     let sum = |f: &dyn Fn(&RankAcc) -> f64| ranks.iter().map(f).sum::<f64>();
     let app_time = sum(&|r| r.app_time);
     let mpi_time = sum(&|r| r.mpi_time);
+    let startup = sum(&|r| r.startup);
+    let shutdown = sum(&|r| r.shutdown);
     let event_time = sum(&|r| r.event_time);
     let mut hosts: Vec<String> = ranks.iter().map(|r| r.host.clone()).collect();
     hosts.sort();
@@ -1670,6 +1687,8 @@ fn finish(
             app_time_s: app_time,
             app_wall_s: ranks.iter().map(|r| r.app_time).fold(0.0, f64::max),
             mpi_time_s: mpi_time,
+            startup_s: startup,
+            shutdown_s: shutdown,
             event_time_s: event_time,
             overhead_s: overhead_total,
             overhead_share_of_mpi: overhead_total.map(|o| if mpi_time > 0.0 { o / mpi_time } else { 0.0 }),
@@ -2050,6 +2069,54 @@ mod tests {
         assert_eq!(r.ranks.len(), 4);
         let total: f64 = r.ranks.iter().map(|k| k.mpi_time_s).sum();
         assert!((total - r.summary.mpi_time_s).abs() < 1e-12);
+    }
+
+    /// A slow `MPI_Init_thread` (227 ms in one real run) is start-up, on its
+    /// own line: it is not MPI time, and no %MPI is a share of it.
+    #[test]
+    fn startup_and_shutdown_are_not_mpi_time() {
+        let mut recs = synth::fixture_run(false);
+        for r in &mut recs {
+            r.mpi_time_s += 5.0 + 0.5;
+            r.functions.push(mpiover_common::record::FunctionTotal {
+                function: "MPI_Init_thread".into(),
+                calls: 1,
+                time_s: 5.0,
+            });
+            r.functions.push(mpiover_common::record::FunctionTotal {
+                function: "MPI_Finalize".into(),
+                calls: 1,
+                time_s: 0.5,
+            });
+        }
+        let plain = report(&synth::fixture_run(false), None);
+        let r = report(&recs, None);
+        let n = recs.len() as f64;
+        // The fixture's own MPI_Init (10 ms a rank) is start-up too.
+        assert!(
+            (r.summary.startup_s - n * 5.01).abs() < 1e-9,
+            "{}",
+            r.summary.startup_s
+        );
+        assert!((r.summary.shutdown_s - n * 0.5).abs() < 1e-9);
+        assert!((r.summary.mpi_time_s - plain.summary.mpi_time_s).abs() < 1e-9);
+        let total: f64 = r.ranks.iter().map(|k| k.mpi_time_s).sum();
+        assert!((total - r.summary.mpi_time_s).abs() < 1e-9);
+        let (a, b) = (
+            site(&r, "halo.c:42", "MPI_Recv"),
+            site(&plain, "halo.c:42", "MPI_Recv"),
+        );
+        assert!((a.time_share_of_mpi - b.time_share_of_mpi).abs() < 1e-12);
+        let text = String::from_utf8(crate::export::export(
+            &r,
+            crate::export::Format::Text,
+            &crate::export::ExportOptions {
+                top: None,
+                color: false,
+            },
+        ))
+        .unwrap();
+        assert!(text.contains("Start-up/shut-down"), "{text}");
     }
 
     #[test]

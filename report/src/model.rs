@@ -62,8 +62,16 @@ pub struct Summary {
     pub app_time_s: f64,
     /// Longest application time of one rank (wall-clock of the run).
     pub app_wall_s: f64,
-    /// Time in MPI, summed over ranks.
+    /// Time in MPI, summed over ranks, without start-up and shut-down
+    /// (`MPI_Init*`, `MPI_Finalize`, below): every `%MPI` is a share of it.
     pub mpi_time_s: f64,
+    /// Time in `MPI_Init` / `MPI_Init_thread`, summed over ranks (not in
+    /// `mpi_time_s`).
+    #[serde(default)]
+    pub startup_s: f64,
+    /// Time in `MPI_Finalize` up to the record (not in `mpi_time_s`).
+    #[serde(default)]
+    pub shutdown_s: f64,
     /// Time in the communication events of the sites, summed over ranks.
     pub event_time_s: f64,
     /// Overhead (time beyond tmax) summed over sites; null without a profile.
@@ -199,6 +207,7 @@ pub struct RankReport {
     pub rank: u32,
     pub host: String,
     pub app_time_s: f64,
+    /// Without start-up and shut-down, as the summary's.
     pub mpi_time_s: f64,
     pub event_time_s: f64,
     pub overhead_s: Option<f64>,

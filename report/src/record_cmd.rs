@@ -564,7 +564,8 @@ pub fn render(r: &Report) -> String {
     let sm = &r.summary;
     let mut s = String::new();
     s += &format!(
-        "  ranks {} of {}   application {} (longest rank {})   MPI {} ({} of application)\n",
+        "  ranks {} of {}   application {} (longest rank {})   MPI {} ({} of application; \
+         start-up and shut-down {} on top)\n",
         r.run.ranks_present,
         r.run.ranks,
         secs(sm.app_time_s),
@@ -575,6 +576,7 @@ pub fn render(r: &Report) -> String {
         } else {
             0.0
         }),
+        secs(sm.startup_s + sm.shutdown_s),
     );
     match sm.overhead_s {
         Some(o) => {

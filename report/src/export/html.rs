@@ -198,12 +198,13 @@ fn summary(o: &mut String, c: &Ctx) {
         "",
         secs(s.mpi_time_s),
         format!(
-            "MPI time ({} of application)",
+            "MPI time ({} of application; start-up and shut-down, {}, not included)",
             pct(if s.app_time_s > 0.0 {
                 s.mpi_time_s / s.app_time_s
             } else {
                 0.0
-            })
+            }),
+            secs(s.startup_s + s.shutdown_s)
         ),
     );
     match s.overhead_s {

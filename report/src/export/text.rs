@@ -166,6 +166,15 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
             0.0
         })
     );
+    if s.startup_s + s.shutdown_s > 0.0 {
+        let _ = writeln!(
+            o,
+            "  Start-up/shut-down {:>8}   MPI_Init* {}, MPI_Finalize {}: not in MPI time",
+            secs(s.startup_s + s.shutdown_s),
+            secs(s.startup_s),
+            secs(s.shutdown_s)
+        );
+    }
     match s.overhead_s {
         Some(ov) => {
             let _ = writeln!(
