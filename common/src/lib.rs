@@ -7,6 +7,7 @@
 //!   `libmpiover.so` and read by `mpiover report`.
 //! - [`completion`]: which profile entries a key is looked up under, and the
 //!   tmax of a completion composed from what it completed.
+//! - [`demangle`]: readable C++ and Rust function names.
 //! - [`functions`]: the catalogue of communication events and their class
 //!   (what a wait in them means).
 //! - [`profile`]: the calibrated tmax profile (`mpiover-profile/1`) and its lookup.
@@ -14,6 +15,7 @@
 //! - [`rundir`]: the default run-directory name.
 
 pub mod completion;
+pub mod demangle;
 pub mod functions;
 pub mod histogram;
 pub mod profile;

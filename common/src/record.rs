@@ -122,6 +122,10 @@ pub struct Site {
     pub offset: Option<String>,
     /// Enclosing function (demangled), if symbols are available.
     pub function: Option<String>,
+    /// Its linkage name when that differs (a mangled C++ or Rust name), for
+    /// looking it up with `nm` or a debugger.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,
     /// For an address inside inlined code: the chain of callers it was inlined

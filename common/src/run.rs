@@ -508,6 +508,7 @@ mod tests {
                 build_id: None,
                 offset: None,
                 function: Some("main".into()),
+                symbol: None,
                 file: Some("a.c".into()),
                 line: Some(3),
                 inlined_into: vec![],

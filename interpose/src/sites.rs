@@ -139,6 +139,7 @@ pub fn locate(id: u32, ra: usize, objs: &[Obj]) -> Site {
         build_id: None,
         offset: None,
         function: None,
+        symbol: None,
         file: None,
         line: None,
         inlined_into: Vec::new(),
@@ -190,19 +191,29 @@ pub fn symbolize(site: &mut Site, ra: usize) {
     let mut frames: Vec<(Option<String>, Option<String>, Option<u32>)> = Vec::new();
     // backtrace looks up ra - 1 itself.
     backtrace::resolve(ra as *mut c_void, |sym| {
-        let name = sym.name().map(|n| n.to_string());
+        // The raw linkage name, demangled below (C++ as well as Rust).
+        let name = sym.name().map(|n| match n.as_str() {
+            Some(raw) => raw.to_string(),
+            None => n.to_string(),
+        });
         let file = sym.filename().map(|f| f.display().to_string());
         frames.push((name, file, sym.lineno()));
     });
     let mut it = frames.into_iter();
     if let Some((name, file, line)) = it.next() {
-        site.function = name;
+        if let Some(raw) = name {
+            let readable = mpiover_common::demangle::demangle(&raw).into_owned();
+            site.symbol = (readable != raw).then_some(raw);
+            site.function = Some(readable);
+        }
         site.file = file;
         site.line = line;
     }
     site.inlined_into.clear();
     for (name, file, line) in it {
-        let f = name.unwrap_or_else(|| "?".into());
+        let f = name
+            .map(|n| mpiover_common::demangle::demangle(&n).into_owned())
+            .unwrap_or_else(|| "?".into());
         site.inlined_into.push(match (file, line) {
             (Some(file), Some(line)) => format!("{f} ({file}:{line})"),
             (Some(file), None) => format!("{f} ({file})"),

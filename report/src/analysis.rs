@@ -621,6 +621,16 @@ fn composed_rule(r: Option<&str>) -> Option<&'static str> {
     )
 }
 
+/// An `inlined_into` item, `function (file:line)`, with its function
+/// demangled.
+fn demangle_inlined(item: &str) -> String {
+    let (f, rest) = match item.find(" (") {
+        Some(i) => item.split_at(i),
+        None => (item, ""),
+    };
+    format!("{}{rest}", mpiover_common::demangle::demangle(f))
+}
+
 /// Whether a post's requests are receives.
 fn is_receive_post(function: &str) -> bool {
     matches!(function, "MPI_Irecv" | "MPI_Imrecv" | "MPI_Recv_init")
@@ -663,7 +673,10 @@ impl Agg {
                 function: if e.function == "other" {
                     None
                 } else {
-                    site.function.clone()
+                    // Records written before names were demangled.
+                    site.function
+                        .as_deref()
+                        .map(|f| mpiover_common::demangle::demangle(f).into_owned())
                 },
                 mpi: e.function.clone(),
             };
@@ -1406,7 +1419,12 @@ fn finish(
                 location: key.loc.display(),
                 module: acc.site.module.clone(),
                 offset: acc.site.offset.clone(),
-                inlined_into: acc.site.inlined_into.clone(),
+                inlined_into: acc
+                    .site
+                    .inlined_into
+                    .iter()
+                    .map(|f| demangle_inlined(f))
+                    .collect(),
                 note: acc.site.note.clone(),
                 calls: acc.calls,
                 time_s: time,
@@ -1760,7 +1778,11 @@ fn finish(
 fn sentence(s: &SiteReport, mpi_time: f64, overhead_known: bool) -> String {
     use crate::units::{count, pct, secs};
     let place = match &s.function {
-        Some(f) => format!("{} in {f}()", s.location),
+        Some(f) => format!(
+            "{} in {}()",
+            s.location,
+            mpiover_common::demangle::without_parameters(f)
+        ),
         None => s.location.clone(),
     };
     if overhead_known {

@@ -252,7 +252,15 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
         let mut row = vec![
             plain(site.rank.to_string()),
             plain(loc(site)),
-            plain(truncate(site.function.as_deref().unwrap_or("-"), 28)),
+            // C++ names without their parameter lists: the JSON and HTML
+            // reports have them whole.
+            plain(truncate(
+                site.function
+                    .as_deref()
+                    .map(mpiover_common::demangle::without_parameters)
+                    .unwrap_or("-"),
+                28,
+            )),
             plain(site.mpi_function.clone()),
             plain(count(site.calls)),
             plain(secs(site.time_s)),

@@ -102,7 +102,11 @@ pub fn mpi_flavor() -> &'static str {
 /// `make` variables selecting the compilers of [`mpi_flavor`].
 fn make_vars() -> Vec<String> {
     if mpi_flavor() == "mpich" {
-        vec!["MPICC=mpicc.mpich".into(), "MPIFC=mpifort.mpich".into()]
+        vec![
+            "MPICC=mpicc.mpich".into(),
+            "MPIFC=mpifort.mpich".into(),
+            "MPICXX=mpicxx.mpich".into(),
+        ]
     } else {
         Vec::new()
     }

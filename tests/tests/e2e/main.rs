@@ -13,6 +13,7 @@ mod accuracy;
 mod attribution;
 mod bytes_peers;
 mod calibrated;
+mod cxx;
 mod exports;
 mod fortran;
 mod halo;
