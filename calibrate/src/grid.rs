@@ -109,7 +109,9 @@ pub struct Job {
     /// The entries' p: the communicator size, 2 for a pair, the number of
     /// neighbours k of an exchange.
     pub p: u32,
-    /// Ranks taking part: p, 2 for a pair, min(world, k + 1) for an exchange.
+    /// Ranks taking part: p, 2 for a pair, every rank for an exchange (an
+    /// application's halo exchange runs on all its ranks at once, and how
+    /// long one takes depends on that load).
     pub ranks: u32,
     pub bytes: u64,
     pub pair: Option<Pair>,
@@ -185,7 +187,7 @@ pub fn plan(
                         jobs.push(Job {
                             kind,
                             p: k,
-                            ranks: world.min(k + 1),
+                            ranks: world,
                             bytes: b,
                             pair: None,
                             level: level(b, largest),
@@ -300,13 +302,13 @@ mod tests {
             &[Pair::SameHost],
             4,
         );
-        // The exchange runs on at most k + 1 of the world's ranks.
+        // The exchange runs on every rank, whatever its neighbour count.
         let ex: Vec<(u32, u32)> = jobs
             .iter()
             .filter(|j| j.kind == Kind::Exchange)
             .map(|j| (j.p, j.ranks))
             .collect();
-        assert!(ex.contains(&(1, 2)) && ex.contains(&(2, 3)) && ex.contains(&(26, 4)));
+        assert!(ex.contains(&(1, 4)) && ex.contains(&(2, 4)) && ex.contains(&(26, 4)));
         let a = order(&jobs, 7);
         let b = order(&jobs, 7);
         let c = order(&jobs, 8);

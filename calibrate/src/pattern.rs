@@ -17,7 +17,7 @@
 //!   `MPI_Irecv`, `MPI_Wait` (role `MPI_Irecv`).
 //! - `Sendrecv`: both ranks exchange with `MPI_Sendrecv` -> `MPI_Sendrecv`.
 //!
-//! - `Exchange`: a halo exchange of k neighbours on min(world, k + 1) ranks:
+//! - `Exchange`: a halo exchange of k neighbours on every rank of the run:
 //!   every rank posts k `MPI_Irecv` and k `MPI_Isend` (one per neighbour,
 //!   tag = neighbour number) and completes them with one `MPI_Waitall`, which
 //!   is the timed call -> `MPI_Waitall` (role `exchange`, p = k). The

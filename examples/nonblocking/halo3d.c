@@ -15,7 +15,10 @@
  * The late rank reports on stderr what it actually slept:
  * "halo3d: rank 3 injected 400.2 ms".
  *
- * usage: halo3d [iterations=20] [delay_ms=20] [late=3] */
+ * Every rank computes `compute_ms` (sleeps) after each exchange, as a
+ * stencil code computes on the halo it received.
+ *
+ * usage: halo3d [iterations=20] [delay_ms=20] [late=3] [compute_ms=0] */
 #include <mpi.h>
 #include <string.h>
 
@@ -31,6 +34,7 @@ int main(int argc, char **argv)
     int iters = arg_int(argc, argv, 1, 20);
     int delay_ms = arg_int(argc, argv, 2, 20);
     int late = arg_int(argc, argv, 3, 3);
+    int compute_ms = arg_int(argc, argv, 4, 0);
     int rank, size, dims[3] = {0, 0, 0}, periods[3] = {0, 0, 0}, me[3];
     int peer[DIRS], count[DIRS], n = 0, i, d, it;
     double sendbuf[DIRS][FACE], recvbuf[DIRS][FACE], injected = 0, sum = 0, total = 0;
@@ -86,6 +90,7 @@ int main(int argc, char **argv)
         for (d = 0; d < DIRS; d++)
             if (peer[d] != MPI_PROC_NULL)
                 sum += recvbuf[d][0];
+        sleep_ms(compute_ms);
     }
     if (rank == late && delay_ms > 0)
         report_injected("halo3d", rank, injected);
