@@ -16,12 +16,11 @@
 # across runs") and the median of the in-run MPI_ minus PMPI_ difference
 # ("added, in run": the same process, so less exposed to run-to-run noise).
 # For the ping-pong a call is one message: one Send on one rank and one Recv
-# on the other, both wrapped. Target (issue 2): <= 80 ns added on the local
-# tests.
+# on the other, both wrapped. Target: <= 40 ns added on the local tests.
 #
 # A third mode ("prof") preloads with MPIOVER_PROFILE naming a small profile
 # that has a tmax for every benchmarked key, so that each call also adds
-# max(0, t - tmax) to its key's overhead (issue 4); its columns are
+# max(0, t - tmax) to its key's overhead; its columns are
 # with_prof_ns, added_prof (across runs) and added_prof_inrun.
 #
 # MPIOVER_LIB=path uses an existing libmpiover.so instead of building one.
