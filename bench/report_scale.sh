@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The report on many ranks (issue 6, item 6): generates RANKS x SITES synthetic
+# The report on many ranks: generates RANKS x SITES synthetic
 # records (default 4096 x 200, about 1.4 GB of JSON) and times `mpiover report`
 # on them, with its peak memory, against the targets: under MAX_WALL_S seconds
 # (default 5) and under MAX_RSS_MIB MiB (default 1024) on this machine.

@@ -1,4 +1,4 @@
-/* A small 2-D wavefront sweep with the structure of Sweep3D (seed 004 §10):
+/* A small 2-D wavefront sweep with the structure of Sweep3D (the overhead paper §10):
  * the ranks form a px x py grid (MPI_Dims_create); for each of the four sweep
  * directions and each of `blocks` pipelined blocks, a rank receives its
  * inflow from the upstream neighbours in x and y, computes (sleeps

@@ -1,7 +1,7 @@
 //! The grid of base points and the job list.
 //!
 //! Process counts p in {2, 3, 4, 6, 8, 12, 16, 24, ...} (2^n and 1.5 * 2^n,
-//! seed 004 §8) up to the world size; sizes 1, 10, 20, ..., 100, 200, ...,
+//! the overhead paper §8) up to the world size; sizes 1, 10, 20, ..., 100, 200, ...,
 //! 1000, ... up to 4 MiB. A job is one (pattern, p, bytes); point-to-point
 //! patterns run on pairs (`same_host` true, and false when the job spans
 //! several hosts) instead of on p.

@@ -59,7 +59,7 @@ impl StatOpts {
     }
 }
 
-/// Fit the error models (seed 004 §5-7) and return tmax with the chosen model
+/// Fit the error models (the overhead paper §5-7) and return tmax with the chosen model
 /// (the model with the lowest chi-square among the accepted ones; none
 /// accepted: the empirical q_max quantile, `fallback`).
 pub fn fit_sample(sample: &[f64], o: &StatOpts) -> Result<Fitted, String> {

@@ -2,7 +2,7 @@
 //!
 //! Every MPI function is counted and timed by the interposer, but only the
 //! functions listed here are *events*: calls whose duration can hold overhead
-//! (seed 004 §10) and which get a per-site entry with p, bytes and peer. The
+//! (the overhead paper §10) and which get a per-site entry with p, bytes and peer. The
 //! wait-state names follow Scalasca so that users recognise them.
 
 use serde::{Deserialize, Serialize};

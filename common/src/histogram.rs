@@ -238,7 +238,7 @@ mod tests {
             prop_assert!(bucket_index(a) <= bucket_index(b));
         }
 
-        /// The requirement of issue 2: for realistic samples the overhead
+        /// The requirement on the histogram: for realistic samples the overhead
         /// recomputed from the histogram is within 1 % of the exact value.
         #[test]
         fn excess_within_one_percent(seed in any::<u64>(), tmax_ns in 1_000u64..50_000) {

@@ -2,10 +2,10 @@
 //!
 //! `mpiover-calibrate` measures, for every communication event, a sample of
 //! run-times under ideal conditions and reduces it to `tmax`, the longest time
-//! one call may take without overhead (seed 004 §4-9). The profile holds one
+//! one call may take without overhead (the overhead paper §4-9). The profile holds one
 //! [`Entry`] per measured base point `(function, p, bytes, role, same_host)`,
 //! the [`Environment`] it was measured in and the [`Method`] used, so that a
-//! reader can judge the numbers (seed 003, rules 9 and 10). The interposer
+//! reader can judge the numbers (Hoefler & Belli, rules 9 and 10). The interposer
 //! loads it at `MPI_Init` ([`Profile::load`]), checks that the run matches
 //! ([`Profile::matches`]) and asks [`Profile::tmax`] once per new key.
 //!
@@ -90,7 +90,7 @@
 //! # Lookup: interpolation and its axes
 //!
 //! `Tf(p, b)` is defined at the base points and interpolated bilinearly in
-//! `(ln p, ln b)` (seed 004 §8):
+//! `(ln p, ln b)` (the overhead paper §8):
 //!
 //! - **bytes on a log scale.** The base sizes are log-spaced (1, 10, 20, ...,
 //!   100, 200, ..., 4 MiB); communication time is close to linear in b only
@@ -325,7 +325,7 @@ pub struct Method {
 }
 
 /// Clock synchronization: a linear model (offset + drift) of each rank's clock
-/// against rank 0's, by ping-pong regression (Jones-Koenig, seed 001 Alg. 15).
+/// against rank 0's, by ping-pong regression (Jones-Koenig, Hunold & Carpen-Amarie 2016 Alg. 15).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ClockSync {

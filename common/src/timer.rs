@@ -3,7 +3,7 @@
 //! `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds. Both give raw `u64` units;
 //! `unit_s` converts them. `mpiover-calibrate` times its samples with the same
 //! reads, so that a profile's tmax and a wrapped call's duration are measured
-//! alike (seed 004: what is calibrated must be what the profiler sees).
+//! alike (the overhead paper: what is calibrated must be what the profiler sees).
 //!
 //! The TSC rate is estimated twice: quickly at `MPI_Init` (a ~2 ms busy wait
 //! against `CLOCK_MONOTONIC`, used for the online tmax comparison) and again

@@ -98,7 +98,7 @@ pub fn in_place(buf: *const core::ffi::c_void) -> bool {
     std::ptr::eq(buf, consts::in_place() as *const core::ffi::c_void)
 }
 
-/// The wrapper's return address, through the frame pointer (DESIGN.md §4).
+/// The wrapper's return address, through the frame pointer.
 /// Must be expanded inside the `extern "C"` wrapper itself, after its PMPI
 /// call (the frame is certainly set up there).
 #[cfg(all(target_arch = "x86_64", mpiover_fp))]

@@ -1,5 +1,5 @@
-//! `mpiover fit FILE`: fit the error models of seed 004 to a sample of run-times and print
-//! tmax, with the reasons (issue 3, item 8). The statistics are in `mpiover_stats`.
+//! `mpiover fit FILE`: fit the error models of the overhead paper to a sample of run-times and print
+//! tmax, with the reasons. The statistics are in `mpiover_stats`.
 //!
 //! Input: one run-time in seconds per line; blank lines and `#` comments (whole lines or the
 //! rest of a line) are ignored; `-` reads standard input. A line that is not a number, or is
@@ -31,7 +31,7 @@ pub struct FitArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Keep the maximum-likelihood lambda (skip the refinement of seed 004 eq. 10).
+    /// Keep the maximum-likelihood lambda (skip the refinement of the overhead paper eq. 10).
     #[arg(long)]
     pub no_refine: bool,
     /// Smallest number of run-times accepted.

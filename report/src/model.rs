@@ -1,7 +1,7 @@
 //! The finished report, `mpiover-report/1`: what every exporter is fed.
 //!
 //! The JSON export is this structure serialized, so the field names below are
-//! the JSON keys. The keys of issue 2 (`schema`, `run.{ranks, command,
+//! the JSON keys. The first keys of the format (`schema`, `run.{ranks, command,
 //! mpi_library}`, `summary.{app_time_s, mpi_time_s, overhead_s}`,
 //! `sites[].{mpi_function, file, line, function, calls, time_s, bytes,
 //! overhead_s}`) are stable; later additions only add keys.

@@ -103,7 +103,7 @@ pub fn open_profile(path: &Path, q_max: Option<f64>) -> anyhow::Result<Box<dyn T
 }
 
 /// Re-computes every entry's tmax at another q_max, without re-measuring:
-/// entries with a fitted model (seed 004 §7) take `min + terr_max(q)` of that
+/// entries with a fitted model (the overhead paper §7) take `min + terr_max(q)` of that
 /// model with its stored lambda and bin width; entries that fell back to the
 /// empirical quantile are interpolated linearly in q between their stored
 /// quantiles (median at 0.5, q90, q99, max at 1). Returns how many entries

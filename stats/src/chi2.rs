@@ -1,4 +1,4 @@
-//! The chi-square goodness-of-fit test (seed 004 §7, eq. 8-9; DESIGN §2 step 4).
+//! The chi-square goodness-of-fit test (the overhead paper §7, eq. 8-9).
 //!
 //! chi2^ = sum_i (B_i - E_i)^2 / E_i over the classes i, B_i observed and E_i = N p_i expected.
 //!

@@ -25,10 +25,10 @@ pub enum StatsError {
     /// The bin width must be a positive, finite number of seconds.
     #[error("bin width must be a positive number of seconds, got {0:e}")]
     BadBinWidth(f64),
-    /// The histogram's bin width may never be finer than the timer can resolve (seed 004 §6).
+    /// The histogram's bin width may never be finer than the timer can resolve (the overhead paper §6).
     #[error("bin width {bin_width_s:e} s is below the timer resolution {resolution_s:e} s")]
     BinWidthBelowResolution { bin_width_s: f64, resolution_s: f64 },
-    /// q_max outside the range the method allows (seed 004 §4: 0.8 <= q_max < 1).
+    /// q_max outside the range the method allows (the overhead paper §4: 0.8 <= q_max < 1).
     #[error("q_max must satisfy 0.8 <= q_max < 1, got {0}")]
     BadQuantile(f64),
     /// A significance level outside (0, 1).

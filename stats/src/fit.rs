@@ -1,4 +1,4 @@
-//! The whole fit of one sample (seed 004 §4-7; DESIGN §2 steps 1-7): histogram, both models by
+//! The whole fit of one sample (the overhead paper §4-7): histogram, both models by
 //! maximum likelihood, refinement, chi-square acceptance, selection, tmax, and the fallback.
 //!
 //! 1. e_i = t_i - min(S) into classes of width w ([`crate::histogram`]).
@@ -14,7 +14,7 @@
 //!    exponential ([`crate::model`] explains both).
 //! 7. **Fallback**: if every model is rejected (or untestable), the result says so
 //!    (`fallback: true`, `chosen: None`) and tmax is the empirical q_max quantile x_(ceil(n q)),
-//!    with its nonparametric confidence interval (seed 003) and that interval's exact binomial
+//!    with its nonparametric confidence interval (Hoefler & Belli) and that interval's exact binomial
 //!    coverage. Where n is too small for an interval at `ci_level` (a 95 % interval of the 0.99
 //!    quantile at the ~200 samples of a calibration), the interval is the widest the sample
 //!    gives, up to its maximum, and `fallback_ci_nominal: false` with `fallback_ci_coverage`
@@ -45,7 +45,7 @@ pub struct FitOptions {
     pub refine: bool,
     /// What the refinement minimizes (default eq. 10).
     pub objective: Objective,
-    /// Smallest sample accepted (default 50, the smallest subset of seed 004 §9; at least 2).
+    /// Smallest sample accepted (default 50, the smallest subset of the overhead paper §9; at least 2).
     pub min_samples: usize,
     /// Smallest expected count per chi-square class (default 5).
     pub min_expected: f64,
@@ -123,7 +123,7 @@ pub struct ModelFit {
     pub df: usize,
     /// Exact critical value chi2_(df; 1 - alpha); None when untestable.
     pub critical: Option<f64>,
-    /// Wilson-Hilferty approximation of the critical value (seed 004 eq. 9).
+    /// Wilson-Hilferty approximation of the critical value (the overhead paper eq. 9).
     pub critical_wilson_hilferty: Option<f64>,
     /// P(chi2_df >= chi2^).
     pub p_value: Option<f64>,

@@ -1,4 +1,4 @@
-//! The histogram of the error (seed 004 §4, §6; DESIGN §2 step 1).
+//! The histogram of the error (the overhead paper §4, §6).
 //!
 //! Each run-time is t_i = t_min + e_i (eq. 1); with min(S) standing in for t_min the errors are
 //! e_i = t_i - min(S) >= 0. They are sorted into classes of width w: class k holds the errors in

@@ -1,8 +1,8 @@
-//! # mpiover-stats: the statistical core of mpiover (issue 3)
+//! # mpiover-stats: the statistical core of mpiover
 //!
 //! From a sample S = {t_1..t_N} of run-times of one MPI call under ideal conditions, decide
-//! **tmax**, the longest time the call may take without overhead (seed 004, "the paper",
-//! §4-9; summarized in DESIGN §2). A later call of duration t is charged the overhead
+//! **tmax**, the longest time the call may take without overhead (the overhead paper,
+//! §4-9). A later call of duration t is charged the overhead
 //! t_oh = max(0, t - tmax). No MPI here: the calibration program and the `mpiover` command both
 //! use this crate.
 //!
@@ -22,7 +22,7 @@
 //! | sample size | tmax stable over growing subsets from N ~ 200 | §9 | [`stopping`] |
 //!
 //! Supporting pieces: [`sample`] (validated inputs), [`quantile`] (nonparametric confidence
-//! intervals of quantiles, seed 003), [`summary`] (median, quantiles, dropped counts),
+//! intervals of quantiles, Hoefler & Belli), [`summary`] (median, quantiles, dropped counts),
 //! [`significance`] (binomial tail and Benjamini-Hochberg for the report).
 //!
 //! ## Use

@@ -1,4 +1,4 @@
-//! The error models (seed 004 §5) and their maximum-likelihood fits (§6).
+//! The error models (the overhead paper §5) and their maximum-likelihood fits (§6).
 //!
 //! Both models are distributions of the class index k = 0, 1, 2, ... of an error.
 //!
@@ -31,7 +31,7 @@
 //! * Poisson: the model is discrete in k, so the quantile is the class
 //!   k_q = min{k : P(K <= k) >= q_max}. Every error in classes 0..=k_q is accepted, so terr,max
 //!   is the last timer tick inside class k_q: terr,max = (k_q + 1) w - r. With w = r (the usual
-//!   case for tick-quantized errors) this is k_q w, the formula of DESIGN §2 step 7; with wider
+//!   case for tick-quantized errors) this is k_q w, the formula of the overhead paper; with wider
 //!   classes it keeps the whole class k_q, so that no more than 1 - q_max of the errors the
 //!   model describes fall above tmax.
 //! * Exponential: the discretized model is the binned continuous exponential, whose quantile is

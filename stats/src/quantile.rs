@@ -1,4 +1,4 @@
-//! Nonparametric confidence intervals of quantiles (seed 003 §3.1.3, after Le Boudec).
+//! Nonparametric confidence intervals of quantiles (Hoefler & Belli §3.1.3, after Le Boudec).
 //!
 //! For n independent measurements, the conf = 1 - a confidence interval of the q quantile runs
 //! from the order statistic at rank
@@ -6,7 +6,7 @@
 //! lo = floor(n q - z sqrt(n q (1 - q)))   to the one at rank   hi = ceil(1 + n q + z sqrt(n q (1 - q))),
 //!
 //! z = z_(a/2) the standard normal quantile (1.96 for 95 %); ranks count from 1. For the median
-//! (q = 1/2) these are seed 003's floor((n - z sqrt(n))/2) and ceil(1 + (n + z sqrt(n))/2).
+//! (q = 1/2) these are Hoefler & Belli's floor((n - z sqrt(n))/2) and ceil(1 + (n + z sqrt(n))/2).
 //! The interval assumes nothing about the distribution, only independent, identically
 //! distributed measurements. It exists only when both ranks fall within 1..=n: a 95 % interval
 //! of the 0.99 quantile needs about n >= 560 values.
@@ -77,7 +77,7 @@ pub struct QuantileCi {
     pub hi_rank: usize,
     /// Exact coverage P(lo <= B <= hi - 1), B ~ Binomial(n, q).
     pub coverage: f64,
-    /// True when this is an interval at the requested level: seed 003's ranks
+    /// True when this is an interval at the requested level: Hoefler & Belli's ranks
     /// ([`quantile_ci`]), or exact binomial ranks whose coverage reaches the level. False when
     /// the sample is too small for one and this is the widest interval it gives, with less
     /// coverage.
@@ -85,7 +85,7 @@ pub struct QuantileCi {
 }
 
 /// The `conf` confidence interval of the `q` quantile of `n` values with its exact coverage:
-/// seed 003's ranks when they exist ([`quantile_ci`]), otherwise exact binomial ranks, each end
+/// Hoefler & Belli's ranks when they exist ([`quantile_ci`]), otherwise exact binomial ranks, each end
 /// falling back to the sample's extreme when the binomial tail allows no order statistic
 /// there (see the module docs). None when q or conf is outside (0, 1) or n < 2.
 pub fn quantile_ci_with_coverage(n: usize, q: f64, conf: f64) -> Option<QuantileCi> {
@@ -126,7 +126,7 @@ pub fn quantile_ci_with_coverage(n: usize, q: f64, conf: f64) -> Option<Quantile
 ///
 /// No n below n1 = ln(1 - conf) / ln(q) qualifies: there P(B = n) = q^n > 1 - conf, so even an
 /// interval reaching the sample maximum misses more often than allowed; the scan starts there
-/// and ends at the latest at [`min_n_for_ci`], where seed 003's ranks exist.
+/// and ends at the latest at [`min_n_for_ci`], where Hoefler & Belli's ranks exist.
 pub fn min_n_for_ci_with_coverage(q: f64, conf: f64) -> Option<usize> {
     if !(q > 0.0 && q < 1.0 && conf > 0.0 && conf < 1.0) {
         return None;
@@ -256,7 +256,7 @@ mod tests {
         }
     }
 
-    /// n = 200, q = 0.99, 95 %: seed 003's ranks do not exist. The widest interval runs from the
+    /// n = 200, q = 0.99, 95 %: Hoefler & Belli's ranks do not exist. The widest interval runs from the
     /// exact binomial lower rank to the maximum. A = n - B ~ Bin(200, 0.01) counts the values
     /// above the quantile: P(B <= 194) = P(A >= 6) = 0.0160 <= 0.025 < P(A >= 5) = 0.0517, so
     /// lo = 195, and the coverage is 1 - P(A >= 6) - P(A = 0) = 1 - 0.0160 - 0.99^200 = 0.850.
@@ -273,7 +273,7 @@ mod tests {
             ci.coverage
         );
         assert!((ci.coverage - 0.850).abs() < 1e-3, "{}", ci.coverage);
-        // Where seed 003's ranks exist they are used, with their exact coverage.
+        // Where Hoefler & Belli's ranks exist they are used, with their exact coverage.
         let ci = quantile_ci_with_coverage(1000, 0.99, 0.95).unwrap();
         let (lo, hi) = quantile_ci(1000, 0.99, 0.95).unwrap();
         assert_eq!((ci.lo_rank, ci.hi_rank, ci.nominal), (lo, hi, true));

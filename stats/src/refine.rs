@@ -1,4 +1,4 @@
-//! Refinement of the fitted parameter (seed 004 §7, eq. 10; DESIGN §2 step 5).
+//! Refinement of the fitted parameter (the overhead paper §7, eq. 10).
 //!
 //! Starting from the maximum-likelihood lambda^, the paper minimizes
 //!
@@ -8,7 +8,7 @@
 //! over *all* classes k >= 0; since sum_k p_k = 1 it is evaluated exactly over the occupied
 //! classes only: D = 1 + sum_(k occupied) (|f_k - p_k| - p_k).
 //! ([`Objective::Chi2`] minimizes chi2^ on the MLE's groups instead, the minimum chi-square
-//! estimator; DESIGN §2 allows either.)
+//! estimator; the overhead paper allows either.)
 //!
 //! The 1-D minimization is Brent's method (argmin's `BrentOpt`) on lambda = u lambda^ with
 //! u in [0.618, 1.618]: Brent's first point is the golden section a + 0.382 (b - a) = 1, so the

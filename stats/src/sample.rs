@@ -1,5 +1,5 @@
 //! Validated inputs: a [`Sample`] of run-times (finite, non-negative, sorted) and a [`QMax`]
-//! (the quantile that defines tmax, 0.8 <= q_max < 1 as seed 004 §4 requires).
+//! (the quantile that defines tmax, 0.8 <= q_max < 1 as the overhead paper §4 requires).
 //!
 //! Every computation of the crate takes these types, so the checks are made once, at the
 //! boundary, and the statistics below never meet a NaN, a negative time or an unsorted slice.
@@ -113,7 +113,7 @@ impl Sample {
     }
 }
 
-/// The quantile q_max of the error distribution that defines tmax (seed 004 §4, eq. 2):
+/// The quantile q_max of the error distribution that defines tmax (the overhead paper §4, eq. 2):
 /// `0.8 <= q_max < 1`. q_max = 1 would ask for the largest error the model can produce,
 /// which is infinite for both models.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]

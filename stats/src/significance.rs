@@ -1,4 +1,4 @@
-//! Significance helpers for the report (issue 6): the binomial tail P(X >= k) and the
+//! Significance helpers for the report: the binomial tail P(X >= k) and the
 //! Benjamini-Hochberg step-up procedure for many simultaneous tests.
 //!
 //! Typical use: under ideal conditions a call exceeds tmax with probability 1 - q_max, so

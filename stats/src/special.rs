@@ -6,7 +6,7 @@
 //!   Q(nu/2, x/2) with Q the regularized upper incomplete gamma function;
 //! * the *exact* chi-square critical value chi2_{nu; 1-alpha}, found by a safeguarded Newton
 //!   iteration on Q (statrs' own `inverse_cdf` stops after a fixed handful of steps);
-//! * the Wilson-Hilferty approximation the paper uses for nu > 30 (seed 004 §7, eq. 9);
+//! * the Wilson-Hilferty approximation the paper uses for nu > 30 (the overhead paper §7, eq. 9);
 //! * the log binomial probability by Loader's saddle-point method (`stirlerr`, `bd0`), which
 //!   stays accurate for huge n and tiny p where `ln C(n, k)` by log-gamma differences does not.
 use statrs::function::erf::erfc_inv;
@@ -57,7 +57,7 @@ fn chi2_ln_pdf(x: f64, df: f64) -> f64 {
     (k - 1.0) * x.ln() - x / 2.0 - k * std::f64::consts::LN_2 - ln_gamma(k)
 }
 
-/// The Wilson-Hilferty approximation of the upper-alpha chi-square quantile (seed 004 eq. 9):
+/// The Wilson-Hilferty approximation of the upper-alpha chi-square quantile (the overhead paper eq. 9):
 /// chi2_nu ~ nu (1 - 2/(9 nu) + z_alpha sqrt(2/(9 nu)))^3. The paper uses it for nu > 30.
 pub fn chi2_critical_wilson_hilferty(df: usize, alpha: f64) -> f64 {
     if df == 0 {

@@ -1,4 +1,4 @@
-//! When to stop measuring (seed 004 §9; DESIGN §2 step 8).
+//! When to stop measuring (the overhead paper §9).
 //!
 //! The paper fitted growing subsets (50, 60, ..., 3000) of one sample and found tmax stable
 //! from about N = 200 on, while chi2^ kept growing with N. [`StoppingRule::check`] turns that

@@ -1,4 +1,4 @@
-//! Summary statistics for the profile and the report (DESIGN §2, "Statistics"; seed 003
+//! Summary statistics for the profile and the report (Hoefler & Belli
 //! rules 5-6): no normality assumed, so the centre is the median with its nonparametric
 //! confidence interval, the spread is given by quantiles, and the mean and standard deviation
 //! are there for completeness. Values that cannot be run-times (NaN, infinite, negative) are
@@ -32,7 +32,7 @@ pub struct Summary {
     /// Sample standard deviation (n - 1).
     pub sd_s: f64,
     pub median_s: f64,
-    /// 95 % nonparametric CI of the median (seed 003); None below n = 8.
+    /// 95 % nonparametric CI of the median (Hoefler & Belli); None below n = 8.
     pub median_ci: Option<(f64, f64)>,
     /// Level of `median_ci`.
     pub ci_level: f64,

@@ -1,5 +1,5 @@
 //! Statistical properties of the whole fit on synthetic samples from known distributions
-//! (issue 3, "What must hold"). Every loop is seeded, so the figures are reproducible; the
+//! (what the statistics must do). Every loop is seeded, so the figures are reproducible; the
 //! thresholds are a few standard errors wide around what the theory predicts.
 use mpiover_stats::{
     fit, quantile_ci, FitOptions, FitResult, ModelKind, Sample, StatsError, Stop, StoppingRule,
@@ -595,7 +595,7 @@ proptest! {
     }
 }
 
-/// The significance test's false-positive rate on clean sites (report, issue 6): calibrate
+/// The significance test's false-positive rate on clean sites (the report): calibrate
 /// tmax with `fit` on 200 samples, then count how many of 2000 fresh calls from the *same*
 /// distribution exceed it. The binomial null (1 - q_max exact) flags such clean sites far
 /// more often than alpha, because tmax is itself an estimate; the beta-binomial null from

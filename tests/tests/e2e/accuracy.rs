@@ -1,4 +1,4 @@
-//! The accuracy suite (issue 6 item 5): `examples/accuracy.c` injects waits
+//! The accuracy suite: `examples/accuracy.c` injects waits
 //! of known size at known lines (a late sender, a late receiver of 1 MiB
 //! messages, a late rank before `MPI_Allreduce` and before `MPI_Barrier`,
 //! with four different delays) and has clean sites. It runs under
@@ -7,7 +7,7 @@
 //! injected wait to its line (overhead within 10 % of the delay the program
 //! measured), name its wait state and its late rank, and flag no clean site.
 //!
-//! Also the helpers the calibrated checks of issue 4 (`calibrated.rs`) share:
+//! Also the helpers the calibrated checks (`calibrated.rs`) share:
 //! the calibration (once per test binary) and the record-then-report runner.
 
 use std::fs;

@@ -1,4 +1,4 @@
-//! Fortran programs (issue 5): Open MPI's `mpif.h`, `use mpi` and `use
+//! Fortran programs: Open MPI's `mpif.h`, `use mpi` and `use
 //! mpi_f08` bindings call `PMPI_*` directly, so only the tool's Fortran
 //! wrappers see them. Every call must be seen exactly once, with its C name,
 //! the right bytes and peers, and the `.f90` line that made it.

@@ -1,4 +1,4 @@
-//! Non-blocking calls (issue 5 item 2): the time of a late sender goes to the
+//! Non-blocking calls: the time of a late sender goes to the
 //! completion, which is recorded at its own line with the posting call's
 //! function and line beside it; persistent requests name their `*_init` and
 //! the `MPI_Start` that (re)posted them. With a profile, the completion is

@@ -1,4 +1,4 @@
-//! `MPI_Pcontrol` (issue 5 item 3): level 0 stops recording, 1 resumes, 2
+//! `MPI_Pcontrol`: level 0 stops recording, 1 resumes, 2
 //! forgets what was recorded. What happens in a level-0 region is absent
 //! from the record, calls and entries alike; the program runs unchanged.
 

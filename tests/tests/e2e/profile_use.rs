@@ -1,4 +1,4 @@
-//! Online overhead (issue 4 item 9): with `MPIOVER_PROFILE` the interposer
+//! Online overhead: with `MPIOVER_PROFILE` the interposer
 //! looks up tmax once per key and sums max(0, t - tmax) per call; the wait of
 //! a late sender is then overhead, the machine's own message time is not. A
 //! profile that cannot be used costs one warning, never the run.

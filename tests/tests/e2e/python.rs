@@ -1,4 +1,4 @@
-//! Python (issue 5 item 6): an mpi4py program runs unchanged under the
+//! Python: an mpi4py program runs unchanged under the
 //! profiler, and its MPI calls are recorded at the nearest native frame
 //! (mpi4py's extension module), with a note saying so. Needs mpi4py built
 //! against the MPI under test (`pip install --no-binary=mpi4py mpi4py`).

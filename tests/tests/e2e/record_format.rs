@@ -156,7 +156,7 @@ fn records_are_self_consistent() {
     );
 }
 
-/// The tool states its own cost per call (issue 2 item 7). It cannot be
+/// The tool states its own cost per call. It cannot be
 /// below one timer read (the wrapper reads the timer twice), nor absurdly high.
 #[test]
 fn tool_cost_per_call_is_measured() {
@@ -172,7 +172,7 @@ fn tool_cost_per_call_is_measured() {
     }
 }
 
-/// Bounded aggregation (issue 2 item 6) under a real run: with a cap of two
+/// Bounded aggregation under a real run: with a cap of two
 /// keys per thread the datatypes example's many (site, function, p, bytes,
 /// peer) keys fold into `other`; no call is lost (the entries' counts add up
 /// to the uncapped run's), the fold is counted, and the report shows it.

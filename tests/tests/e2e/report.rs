@@ -1,4 +1,4 @@
-//! `mpiover report` on a real run directory, and on bad input (issue 2 item 8):
+//! `mpiover report` on a real run directory, and on bad input:
 //! the late sender's `MPI_Recv` line comes first, the JSON keys are the stable
 //! ones, and every bad input gives one clear error and exit code 2.
 

@@ -216,7 +216,7 @@ fn sigterm_from_outside_leaves_record_and_same_exit_status() {
 
 /// A batch system ending a job signals mpirun, which sends SIGTERM to the
 /// ranks and, Open MPI 4.1 here, SIGKILL only milliseconds later: records are
-/// best-effort (issue 2 item 7). What must hold: the exit status is unchanged,
+/// best-effort. What must hold: the exit status is unchanged,
 /// no record is half-written, and the rank that was idle (sleeping) when the
 /// signal came, which has time to write, leaves its record.
 #[test]

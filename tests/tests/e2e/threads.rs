@@ -1,4 +1,4 @@
-//! `MPI_THREAD_MULTIPLE` (issue 5 item 4): four threads per rank
+//! `MPI_THREAD_MULTIPLE`: four threads per rank
 //! communicate at once; every call is counted exactly once, each thread's
 //! requests are matched to their own posts, and the record says which thread
 //! level was granted.
