@@ -55,26 +55,12 @@ fn halo_profile(np: u32) -> &'static Path {
     static CLEAN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let cell = if np == CLEAN_NP { &CLEAN } else { &LATE };
     shared(cell, || {
-        let dir = scratch(&format!("halo_calibration_{np}"));
-        let prof = dir.join("profile.json");
-        let out = Job::program(
+        quick_profile(
+            &format!("halo_calibration_{np}"),
             np,
-            calibrate_bin(),
-            &[
-                "--quick",
-                "--quiet",
-                "--functions",
-                "MPI_Wait,MPI_Waitall,MPI_Isend,MPI_Irecv,MPI_Barrier,MPI_Reduce",
-                "--sizes",
-                "8,64,512",
-                "-o",
-                prof.to_str().expect("utf-8 path"),
-            ],
-            &dir,
+            "MPI_Wait,MPI_Waitall,MPI_Isend,MPI_Irecv,MPI_Barrier,MPI_Reduce",
+            "8,64,512",
         )
-        .run();
-        out.assert_success();
-        prof
     })
     .as_path()
 }

@@ -655,6 +655,31 @@ pub fn profile_env(
     profile_program(test, np, &example(example_name), args, env)
 }
 
+/// `mpirun -np N mpiover-calibrate --quick --quiet --functions F --sizes S`
+/// into `<scratch of test>/profile.json`; expects success.
+pub fn quick_profile(test: &str, np: u32, functions: &str, sizes: &str) -> PathBuf {
+    let dir = scratch(test);
+    let prof = dir.join("profile.json");
+    let out = Job::program(
+        np,
+        calibrate_bin(),
+        &[
+            "--quick",
+            "--quiet",
+            "--functions",
+            functions,
+            "--sizes",
+            sizes,
+            "-o",
+            prof.to_str().expect("utf-8 path"),
+        ],
+        &dir,
+    )
+    .run();
+    out.assert_success();
+    prof
+}
+
 /// `profile_env` for any program (by path).
 pub fn profile_program(
     test: &str,

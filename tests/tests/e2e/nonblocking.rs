@@ -508,25 +508,12 @@ fn nonblocking_fortran_waitall_and_cancel() {
 /// calibration does not measure, have none, and they say why.
 #[test]
 fn nonblocking_every_completion_has_a_tmax_or_says_why() {
-    let dir = scratch("nonblocking_completion_tmax_profile");
-    let prof = dir.join("profile.json");
-    Job::program(
+    let prof = quick_profile(
+        "nonblocking_completion_tmax_profile",
         2,
-        calibrate_bin(),
-        &[
-            "--quick",
-            "--quiet",
-            "--functions",
-            "MPI_Wait,MPI_Waitall,MPI_Allreduce",
-            "--sizes",
-            "1,8,64",
-            "-o",
-            prof.to_str().expect("utf-8 path"),
-        ],
-        &dir,
-    )
-    .run()
-    .assert_success();
+        "MPI_Wait,MPI_Waitall,MPI_Allreduce",
+        "1,8,64",
+    );
     let p = profile_program(
         "nonblocking_completion_tmax",
         2,

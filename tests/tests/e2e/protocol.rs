@@ -9,25 +9,7 @@ use crate::harness::*;
 
 #[test]
 fn protocol_wavefront_sends_above_the_measured_eager_limit_wait_as_late_receivers() {
-    let dir = scratch("protocol_calibration");
-    let prof = dir.join("profile.json");
-    let out = Job::program(
-        4,
-        calibrate_bin(),
-        &[
-            "--quick",
-            "--quiet",
-            "--functions",
-            "MPI_Send,MPI_Recv",
-            "--sizes",
-            "1,16Ki",
-            "-o",
-            prof.to_str().expect("utf-8 path"),
-        ],
-        &dir,
-    )
-    .run();
-    out.assert_success();
+    let prof = quick_profile("protocol_calibration", 4, "MPI_Send,MPI_Recv", "1,16Ki");
     let profile = mpiover_common::profile::Profile::load(&prof).expect("profile");
     let protocol = profile
         .protocol
