@@ -180,29 +180,20 @@ pub fn plan(
                     }
                 }
             }
-        } else if kind == Kind::Exchange {
-            for &k in ks {
-                for &b in &sz {
-                    if kind.feasible(k, b) {
-                        jobs.push(Job {
-                            kind,
-                            p: k,
-                            ranks: world,
-                            bytes: b,
-                            pair: None,
-                            level: level(b, largest),
-                        });
-                    }
-                }
-            }
         } else {
-            for &p in procs {
+            // (the entries' p, the ranks that take part)
+            let points: Vec<(u32, u32)> = if kind == Kind::Exchange {
+                ks.iter().map(|&k| (k, world)).collect()
+            } else {
+                procs.iter().map(|&p| (p, p)).collect()
+            };
+            for (p, ranks) in points {
                 for &b in &sz {
                     if kind.feasible(p, b) {
                         jobs.push(Job {
                             kind,
                             p,
-                            ranks: p,
+                            ranks,
                             bytes: b,
                             pair: None,
                             level: level(b, largest),
