@@ -785,7 +785,10 @@ impl Agg {
                 .filter(|&p| p >= 0 && is_p2p(class))
                 .map(|p| p as u32);
             if let Some(peer) = p2p_peer {
-                if waits && ev.tmax.is_some() && ev.overhead > 0.0 {
+                // A completion's late peer and posting line (a blocking
+                // call's late peer is in `peers` already).
+                let completion = class == Some(EventClass::Completion);
+                if completion && waits && ev.tmax.is_some() && ev.overhead > 0.0 {
                     // The posting line: the completion's own when all its
                     // requests shared one, else that of the requests to or
                     // from this peer of the kind that waits.
