@@ -673,8 +673,8 @@ fn gen_plain(name: &str, f: &Func) -> String {
 // Fortran (Open MPI: mpif.h / `use mpi` and `use mpi_f08`)
 // ---------------------------------------------------------------------------
 
-/// A Fortran entry point from Open MPI's `prototypes_mpi.h`:
-/// `PN2(ret, MPI_Send, mpi_send, MPI_SEND, (char *buf, MPI_Fint *count, ...))`.
+/// A Fortran entry point (`fortran_from_c`): `mpi_send(buf, count, ...,
+/// ierror)` and its other spellings.
 struct FFunc {
     /// The C name (`MPI_Send`): function id, event spec.
     mixed: String,
@@ -692,93 +692,106 @@ struct FFunc {
     ptr: Vec<bool>,
 }
 
-fn parse_fortran(text: &str) -> Vec<FFunc> {
+/// The Fortran entry points (`mpif.h` / `use mpi`, and the `use mpi_f08`
+/// names built from them) of the C functions in `mpi.h`, by the mapping the
+/// MPI standard defines for the Fortran bindings (`docs/fortran.md`):
+///
+/// - every C parameter becomes an argument passed by reference: integers and
+///   handles as `MPI_Fint` (`INTEGER`), addresses, offsets and counts as
+///   `MPI_Aint` / `MPI_Offset` / `MPI_Count` (`INTEGER(KIND=...)`), buffers,
+///   strings and callbacks as addresses;
+/// - a subroutine ends with `ierror` (an `MPI_Fint`); the functions
+///   `MPI_Wtime`, `MPI_Wtick` (`DOUBLE PRECISION`), `MPI_Aint_add`,
+///   `MPI_Aint_diff` (`INTEGER(KIND=MPI_ADDRESS_KIND)`) return their value and
+///   have none, and neither has `MPI_Pcontrol(level)`;
+/// - each string (C `char *`, or `char **` / `char ***` for arrays of
+///   strings) adds one hidden length after the argument list, in order,
+///   passed by value;
+/// - `MPI_Init(ierror)` and `MPI_Init_thread(required, provided, ierror)` take
+///   no `argc` / `argv`;
+/// - no Fortran binding: the handle and status conversions (`*_c2f`, `*_f2c`,
+///   `*_f082c`, ...), the tool interface (`MPI_T_*`), the large-count `*_c`
+///   variants (`use mpi_f08` only, with interfaces of their own) and
+///   implementation extensions (`MPIX_*`).
+fn fortran_from_c(funcs: &BTreeMap<String, Func>) -> Vec<FFunc> {
+    const NO_BINDING_SUFFIXES: &[&str] = &["_c2f", "_f2c", "_c2f08", "_f082c", "_f2f08", "_f082f"];
+    // Functions of the standard that a C header may define as macros (Open
+    // MPI's `mpi.h` does these two): their Fortran bindings are functions of
+    // two `INTEGER(KIND=MPI_ADDRESS_KIND)`.
+    let aint = || Func {
+        args: vec![
+            ("base".into(), "MPI_Aint".into()),
+            ("disp".into(), "MPI_Aint".into()),
+        ],
+        ret: Some("MPI_Aint".into()),
+        variadic: false,
+    };
+    let mut all: BTreeMap<String, Func> = BTreeMap::new();
+    for m in ["MPI_Aint_add", "MPI_Aint_diff"] {
+        if !funcs.contains_key(m) {
+            all.insert(m.to_string(), aint());
+        }
+    }
+    let funcs: BTreeMap<&String, &Func> = funcs.iter().chain(all.iter()).collect();
     let mut out = Vec::new();
-    for line in text.lines() {
-        let Some(rest) = line.trim().strip_prefix("PN2(") else {
-            continue;
-        };
-        let Some(rest) = rest.strip_suffix(");") else {
-            continue;
-        };
-        let Some(open) = rest.find('(') else { continue };
-        let head: Vec<&str> = rest[..open].split(',').map(str::trim).collect();
-        if head.len() < 4 {
+    for (name, f) in funcs.iter().map(|(n, f)| (*n, *f)) {
+        if !name.starts_with("MPI_")
+            || name.starts_with("MPI_T_")
+            || NO_BINDING_SUFFIXES.iter().any(|s| name.ends_with(s))
+            || (name.ends_with("_c") && funcs.contains_key(&name[..name.len() - 2].to_string()))
+        {
             continue;
         }
-        let args = rest[open + 1..].trim_end().trim_end_matches(')');
-        let ret = match head[0] {
-            "void" => None,
-            "double" => Some("f64".to_string()),
-            "MPI_Aint" => Some("isize".to_string()),
-            other => panic!("prototypes_mpi.h: unknown return type {other} in {line}"),
+        let (ret, ierror) = match name.as_str() {
+            "MPI_Wtime" | "MPI_Wtick" => (Some("f64".to_string()), false),
+            "MPI_Aint_add" | "MPI_Aint_diff" => (Some("isize".to_string()), false),
+            "MPI_Pcontrol" => (None, false),
+            _ => (None, true),
         };
-        let mut tys = Vec::new();
-        let mut ptr = Vec::new();
-        for a in args.split(',').map(str::trim) {
-            if a.is_empty() || a == "void" {
-                continue;
-            }
-            let is_ptr = a.contains('*') || a.contains('[');
-            let is_fint = a.starts_with("MPI_Fint");
-            tys.push(
-                match (is_ptr, is_fint) {
-                    (true, true) => "*mut core::ffi::c_int",
-                    (true, false) => "*mut core::ffi::c_void",
-                    (false, _) => "usize",
-                }
-                .to_string(),
-            );
-            ptr.push(is_ptr);
+        let params: Vec<&(String, String)> = match name.as_str() {
+            // argc and argv are C's alone.
+            "MPI_Init" => Vec::new(),
+            "MPI_Init_thread" => f.args.iter().skip(2).collect(),
+            _ => f.args.iter().collect(),
+        };
+        let mut args = Vec::new();
+        let mut strings = 0;
+        for (_, t) in params {
+            let t = norm(t);
+            let string = t.contains("c_char");
+            let address = string
+                || t.contains("c_void")
+                || t.contains("MPI_Aint")
+                || t.contains("MPI_Offset")
+                || t.contains("MPI_Count")
+                || t.contains("_function")
+                || t.contains("_fn")
+                || t.starts_with("Option<");
+            strings += usize::from(string);
+            args.push(if address {
+                "*mut core::ffi::c_void"
+            } else {
+                "*mut core::ffi::c_int"
+            });
+        }
+        if ierror {
+            args.push("*mut core::ffi::c_int");
+        }
+        let mut ptr = vec![true; args.len()];
+        for _ in 0..strings {
+            args.push("usize");
+            ptr.push(false);
         }
         out.push(FFunc {
-            mixed: head[1].to_string(),
-            lower: head[2].to_string(),
-            upper: head[3].to_string(),
+            mixed: name.clone(),
+            lower: name.to_ascii_lowercase(),
+            upper: name.to_ascii_uppercase(),
             ret,
-            args: tys,
+            args: args.into_iter().map(String::from).collect(),
             ptr,
         });
     }
     out
-}
-
-/// Where Open MPI keeps the Fortran prototypes, if it does; else the copy in
-/// this crate.
-fn find_fortran_prototypes() -> Option<PathBuf> {
-    if let Ok(p) = env::var("MPIOVER_FORTRAN_PROTOTYPES") {
-        return Some(PathBuf::from(p)).filter(|p| p.is_file());
-    }
-    let rel = "openmpi/ompi/mpi/fortran/mpif-h/prototypes_mpi.h";
-    // The library's own include directories first; then where Open MPI
-    // usually lives (an MPICH build borrows the list: the Fortran bindings
-    // are the MPI standard's).
-    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_else(|_| "x86_64".into());
-    let mut dirs: Vec<PathBuf> = env::var("DEP_MPI_INCLUDE")
-        .unwrap_or_default()
-        .split(':')
-        .filter(|d| !d.is_empty())
-        .flat_map(|d| [PathBuf::from(d), PathBuf::from(d).join("..")])
-        .collect();
-    dirs.extend(
-        [
-            format!("/usr/lib/{arch}-linux-gnu/openmpi/include"),
-            "/usr/lib64/openmpi/include".to_string(),
-            "/usr/lib/openmpi/include".to_string(),
-            "/usr/include/openmpi".to_string(),
-        ]
-        .map(PathBuf::from),
-    );
-    dirs.into_iter()
-        .map(|d| d.join(rel))
-        .find(|p| p.is_file())
-        .or_else(|| {
-            // No Open MPI installed (an MPICH-only machine): the copy of its
-            // PN2 lines kept in the repository (fortran/prototypes_mpi.h).
-            let copy = PathBuf::from(env::var("CARGO_MANIFEST_DIR").ok()?)
-                .join("fortran/prototypes_mpi.h");
-            copy.is_file().then_some(copy)
-        })
 }
 
 /// The Fortran wrapper body of one function, shared by its five entry
@@ -1007,24 +1020,9 @@ fn gen_fortran(
         "mpich" => false,
         _ => return (code, Vec::new(), 0),
     };
-    let Some(path) = find_fortran_prototypes() else {
-        println!(
-            "cargo:warning=Open MPI's Fortran prototypes (prototypes_mpi.h) not found: \
-             Fortran programs will not be profiled{}",
-            if f77 { "" } else { " through use mpi_f08" }
-        );
-        return (code, Vec::new(), 0);
-    };
-    println!("cargo:rerun-if-changed={}", path.display());
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let mut names = Vec::new();
     let mut count = 0;
-    for ff in parse_fortran(&text) {
-        // Predefined callbacks (MPI_COMM_DUP_FN, ...) are not calls.
-        if ff.lower.ends_with("_fn") {
-            continue;
-        }
+    for ff in fortran_from_c(funcs) {
         let hand = FORTRAN_HAND_WRITTEN.contains(&ff.mixed.as_str());
         if !hand {
             let c = funcs.get(&ff.mixed);

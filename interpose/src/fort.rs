@@ -3,8 +3,9 @@
 //! `mpi_send_` (or `mpi_send`, `mpi_send__`, `MPI_SEND`, by compiler) in
 //! libmpi_mpifh, `use mpi_f08` programs `mpi_send_f08_` in
 //! libmpi_usempif08; both call `PMPI_Send` directly, so the C wrappers see
-//! nothing. The generated wrappers (`build.rs`, from Open MPI's
-//! `prototypes_mpi.h`) define all five names and forward to the library's
+//! nothing. The generated wrappers (`build.rs`, from the C prototypes of
+//! `mpi.h` by the standard's Fortran rules, `docs/fortran.md`) define all
+//! five names and forward to the library's
 //! `pmpi_send_` / `pmpi_send_f08_`, found with `dlsym(RTLD_NEXT)` on first
 //! use. Arguments pass through untouched (sentinels such as `MPI_IN_PLACE`
 //! and `MPI_STATUS_IGNORE` included); only to read bytes, peers and sizes
