@@ -1057,7 +1057,6 @@ fn main() {
     println!("cargo:rustc-check-cfg=cfg(mpi_flavor, values(\"openmpi\", \"mpich\", \"unknown\"))");
     println!("cargo:rustc-check-cfg=cfg(mpi_handles_are_pointers)");
     println!("cargo:rustc-check-cfg=cfg(mpiover_fp)");
-    println!("cargo:rerun-if-env-changed=MPIOVER_FORTRAN_PROTOTYPES");
 
     let bindings = env::var("DEP_MPI_BINDINGS")
         .expect("DEP_MPI_BINDINGS not set (mpiover-mpisys links = \"mpi\")");
