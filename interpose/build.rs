@@ -6,7 +6,7 @@
 //!    `src/pcontrol.c`).
 //! 2. Checks the typed event spec (`spec.rs`) against those signatures: every
 //!    role must name a parameter of the right kind of type, and the spec must
-//!    cover exactly the event catalogue of `mpiover_common::functions`.
+//!    cover exactly the event catalogue of `mpiover_common::functions::CATALOGUE`.
 //!    Any mismatch fails the build.
 //! 3. Writes `$OUT_DIR/names.rs` (function ids and names) and
 //!    `$OUT_DIR/wrappers.rs` (one `#[no_mangle] extern "C"` wrapper per
@@ -1121,15 +1121,15 @@ fn main() {
     if events.len() != spec::EVENTS.len() {
         panic!("spec error: an event is listed twice");
     }
-    let catalogue: BTreeSet<&str> = mpiover_common::functions::EVENTS
+    let catalogue: BTreeSet<&str> = mpiover_common::functions::CATALOGUE
         .iter()
-        .map(|(n, _)| *n)
+        .map(|f| f.name)
         .collect();
     let specced: BTreeSet<&str> = events.keys().copied().collect();
     let missing: Vec<_> = catalogue.difference(&specced).collect();
     let extra: Vec<_> = specced.difference(&catalogue).collect();
     if !missing.is_empty() || !extra.is_empty() {
-        panic!("spec error: spec.rs and mpiover_common::functions::EVENTS disagree: not in spec {missing:?}, not in catalogue {extra:?}");
+        panic!("spec error: spec.rs and mpiover_common::functions::CATALOGUE disagree: not in spec {missing:?}, not in catalogue {extra:?}");
     }
     for e in spec::EVENTS {
         if !wrap.contains(&e.name) {

@@ -6,7 +6,7 @@
 //! against the signature in the installed `mpi.h` (through the bindgen output)
 //! and fails the build when a named parameter does not exist or has the wrong
 //! kind of type, and when this table and the event catalogue of
-//! `mpiover_common::functions::EVENTS` disagree. A parameter name may list
+//! `mpiover_common::functions::CATALOGUE` disagree. A parameter name may list
 //! alternatives separated by `|` (Open MPI calls `MPI_Rsend`'s buffer `ibuf`,
 //! MPICH `buf`); the first one the signature has is used.
 //!

@@ -25,7 +25,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::functions::{class_of, profile_bytes, profile_key, EventClass};
+use crate::functions::{get, profile_bytes, profile_key, SendMode};
 use crate::profile::{Lookup, Profile};
 
 /// The rules by which a tmax is composed, as the record and report name them.
@@ -105,29 +105,13 @@ impl std::fmt::Display for Missing {
 
 /// Whether `function` is a completion (`MPI_Wait*`, `MPI_Test*`).
 pub fn is_completion(function: &str) -> bool {
-    class_of(function) == Some(EventClass::Completion)
+    get(function).is_some_and(|f| f.completion.is_some())
 }
 
 /// The blocking twin of a non-blocking collective (`MPI_Iallreduce` ->
 /// `MPI_Allreduce`), if `f` is one.
-pub fn blocking_twin(f: &str) -> Option<String> {
-    let rest = f.strip_prefix("MPI_I")?;
-    if class_of(f) != Some(EventClass::Post) {
-        return None;
-    }
-    let mut c = rest.chars();
-    let first = c.next()?.to_ascii_uppercase();
-    let twin = format!("MPI_{first}{}", c.as_str());
-    match class_of(&twin) {
-        Some(
-            EventClass::Barrier
-            | EventClass::CollectiveNxN
-            | EventClass::CollectiveOneToN
-            | EventClass::CollectiveNToOne
-            | EventClass::CollectiveScan,
-        ) => Some(twin),
-        _ => None,
-    }
+pub fn blocking_twin(f: &str) -> Option<&'static str> {
+    get(f).filter(|f| f.posts_collective())?.blocking
 }
 
 const NO_ENTRY: Missing = Missing("the profile has no entry for this function");
@@ -167,22 +151,31 @@ fn single_wait(prof: &Profile, posted: &str, bytes: u64) -> Result<Resolved, Mis
             composed: None,
         });
     }
-    match twin {
-        "MPI_Issend" => prof
-            .tmax("MPI_Ssend", 2, bytes, None)
+    let posted = get(twin);
+    match posted.and_then(|f| f.mode) {
+        // The synchronous send's own completion waits for the receiver as
+        // the blocking one does.
+        Some(SendMode::Synchronous) => prof
+            .tmax(
+                posted.and_then(|f| f.blocking).unwrap_or("MPI_Ssend"),
+                2,
+                bytes,
+                None,
+            )
             .map(|l| Resolved {
                 lookup: l,
                 composed: Some(RULE_SSEND),
             })
             .ok_or(NO_ENTRY),
-        "MPI_Ibsend" | "MPI_Irsend" => prof
+        // Buffered and ready sends complete like the standard one or sooner.
+        Some(SendMode::Buffered | SendMode::Ready) => prof
             .tmax("MPI_Wait", 2, bytes, Some("MPI_Isend"))
             .map(|l| Resolved {
                 lookup: l,
                 composed: Some(RULE_ISEND),
             })
             .ok_or(NO_ENTRY),
-        _ => Err(Missing(
+        Some(SendMode::Standard) | None => Err(Missing(
             "the profile has no single-request wait for this kind of request",
         )),
     }
@@ -216,7 +209,7 @@ pub fn resolve(prof: &Profile, k: &KeyRef) -> Result<Resolved, Missing> {
             if let Some(twin) = k.completes.and_then(blocking_twin) {
                 let per = k.bytes / req.n as u64;
                 let at = |role: Option<&str>| {
-                    prof.tmax(&twin, k.p, profile_bytes(&twin, role, k.p, per), role)
+                    prof.tmax(twin, k.p, profile_bytes(twin, role, k.p, per), role)
                 };
                 let l = match (at(None), at(Some("root")), at(Some("nonroot"))) {
                     (Some(l), _, _) => l,
@@ -391,10 +384,7 @@ mod tests {
         let r = resolve(&p, &k).unwrap();
         assert!((r.lookup.tmax_s - 5e-6).abs() < 1e-12, "{r:?}");
         assert_eq!(blocking_twin("MPI_Isend"), None);
-        assert_eq!(
-            blocking_twin("MPI_Ibarrier").as_deref(),
-            Some("MPI_Barrier")
-        );
+        assert_eq!(blocking_twin("MPI_Ibarrier"), Some("MPI_Barrier"));
     }
 
     #[test]

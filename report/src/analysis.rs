@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use mpiover_common::completion::{KeyRef, Requests};
-use mpiover_common::functions::{class_of, wait_state, EventClass};
+use mpiover_common::functions::{class_of, wait_state, EventClass, WaitState};
 use mpiover_common::histogram::bucket_bounds;
 use mpiover_common::profile::{Basis, MpiTValue};
 use mpiover_common::record::{Entry, Record, Site};
@@ -446,7 +446,8 @@ pub fn entry_wait_state(
 ) -> Option<&'static str> {
     let class = class_of(function)?;
     match class {
-        EventClass::Send => wait_state(class, is_rendezvous(function, bytes, rendezvous_bytes)),
+        EventClass::Send => wait_state(class, is_rendezvous(function, bytes, rendezvous_bytes))
+            .map(WaitState::as_str),
         EventClass::CollectiveOneToN if role == Some("root") => None,
         EventClass::CollectiveNToOne if role == Some("nonroot") => None,
         EventClass::Completion => {
@@ -502,7 +503,7 @@ pub fn entry_wait_state(
                 _ => None,
             }
         }
-        other => wait_state(other, false),
+        other => wait_state(other, false).map(WaitState::as_str),
     }
 }
 

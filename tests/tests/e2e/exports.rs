@@ -259,9 +259,9 @@ fn fortran_entry_points_cover_open_mpis_own_list() {
         unexpected.is_empty(),
         "Fortran entry points of Open MPI that libmpiover.so does not export: {unexpected:?}"
     );
-    for f in mpiover_common::functions::EVENTS
+    for f in mpiover_common::functions::CATALOGUE
         .iter()
-        .map(|e| e.0.to_ascii_lowercase())
+        .map(|e| e.name.to_ascii_lowercase())
     {
         if theirs.contains(&f) {
             assert!(ours.contains(&f), "no Fortran wrapper for the event {f}");
