@@ -11,7 +11,6 @@
 
 use serde_json::Value;
 
-use crate::accuracy::{calibrated_profile, context, record, site_at, sites, NP};
 use crate::harness::*;
 
 #[test]

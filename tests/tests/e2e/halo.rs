@@ -23,7 +23,6 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::accuracy::{report_json, site_at, sites};
 use crate::harness::*;
 
 /// Ranks of the exchange (see the module docs).

@@ -553,8 +553,8 @@ fn nonblocking_every_completion_has_a_tmax_or_says_why() {
     }
     assert!(checked >= 8, "only {checked} completion entries");
     // The report re-analyses them alike.
-    let report = crate::accuracy::report_json(&p.dir, &prof, &p.out);
-    for s in crate::accuracy::sites(&report) {
+    let report = crate::harness::report_json(&p.dir, &prof, &p.out);
+    for s in crate::harness::sites(&report) {
         let f = s["mpi_function"].as_str().unwrap_or("");
         if (f.starts_with("MPI_Wait") || f.starts_with("MPI_Test"))
             && s["calls_with_tmax"] != s["calls"]

@@ -4,7 +4,6 @@
 //! below the 64 KiB that used to be assumed: its `MPI_Send` waits (the
 //! downstream rank still computes its previous block) are Late Receiver.
 
-use crate::accuracy::{report_json, site_at};
 use crate::harness::*;
 
 #[test]

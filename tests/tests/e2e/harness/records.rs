@@ -1,0 +1,82 @@
+//! Reading and checking the run records a job wrote.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use mpiover_common::record::{Record, RECORD_SCHEMA};
+
+use super::*;
+
+/// Reads every `rank-NNNNNN.json` of a run directory, sorted by rank, with
+/// errors that name the file.
+pub fn read_records(dir: &Path) -> Result<Vec<Record>, String> {
+    let rd = fs::read_dir(dir).map_err(|e| format!("reading run dir {}: {e}", dir.display()))?;
+    let mut files: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("rank-") && n.ends_with(".json"))
+        })
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let text = fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let rec: Record = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{}: not a readable record: {e} ({} bytes)",
+                f.display(),
+                text.len()
+            )
+        })?;
+        out.push(rec);
+    }
+    out.sort_by_key(|r| r.rank);
+    Ok(out)
+}
+
+/// The records of a run, checked for what every complete run must satisfy:
+/// one record per rank, all of schema `mpiover-record/1`, one run id, the
+/// world size, the program in the command line, and entries pointing at sites.
+pub fn complete_records(dir: &Path, np: u32, program: &str, context: &Outcome) -> Vec<Record> {
+    let recs = read_records(dir).unwrap_or_else(|e| panic!("{e}\n{}", context.dump()));
+    let ranks: Vec<u32> = recs.iter().map(|r| r.rank).collect();
+    assert_eq!(
+        ranks,
+        (0..np).collect::<Vec<_>>(),
+        "expected one record per rank in {}\n{}",
+        dir.display(),
+        context.dump()
+    );
+    for r in &recs {
+        check_record_basics(r, np, program);
+    }
+    let ids: Vec<&str> = recs.iter().map(|r| r.run_id.as_str()).collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] == w[1]),
+        "ranks disagree on the run id: {ids:?}"
+    );
+    recs
+}
+
+pub fn check_record_basics(r: &Record, np: u32, program: &str) {
+    let who = format!("rank {}", r.rank);
+    assert_eq!(r.schema, RECORD_SCHEMA, "{who}: schema");
+    assert_eq!(r.ranks, np, "{who}: ranks");
+    assert!(
+        r.command.first().is_some_and(|c| c.ends_with(program)),
+        "{who}: command {:?} does not start with the program {program}",
+        r.command
+    );
+    let ids: Vec<u32> = r.sites.iter().map(|s| s.id).collect();
+    for e in &r.entries {
+        assert!(
+            e.function == "other" || ids.contains(&e.site),
+            "{who}: entry {} refers to unknown site {}",
+            e.function,
+            e.site
+        );
+    }
+}
