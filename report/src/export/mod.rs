@@ -6,6 +6,8 @@ use crate::model::Report;
 pub mod csv;
 pub mod html;
 pub mod json;
+pub mod prose;
+pub mod source;
 pub mod text;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

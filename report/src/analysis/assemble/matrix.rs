@@ -1,0 +1,43 @@
+//! The wait matrix: who waited on whom in point-to-point calls.
+
+use super::*;
+
+/// The matrix of `wait` (waiter, peer): overhead when known, else time.
+pub(crate) fn wait_matrix(wait: &HashMap<(u32, u32), PeerAcc>, overhead_known: bool) -> WaitMatrix {
+    let metric_ovh = overhead_known;
+    let mut cells: Vec<WaitCell> = wait
+        .iter()
+        .map(|(&(w, p), a)| WaitCell {
+            waiter: w,
+            peer: p,
+            value_s: if metric_ovh {
+                a.overhead.get()
+            } else {
+                a.time.get()
+            },
+            calls: a.calls,
+        })
+        .filter(|c| c.value_s > 0.0)
+        .collect();
+    cells.sort_by(|a, b| {
+        b.value_s
+            .total_cmp(&a.value_s)
+            .then(a.waiter.cmp(&b.waiter))
+            .then(a.peer.cmp(&b.peer))
+    });
+    let total_s = {
+        let mut t = Fx::default();
+        for a in wait.values() {
+            t.merge(if metric_ovh { a.overhead } else { a.time });
+        }
+        t.get()
+    };
+    let cells_total = cells.len();
+    cells.truncate(10_000);
+    WaitMatrix {
+        metric: if metric_ovh { "overhead_s" } else { "time_s" }.into(),
+        total_s,
+        cells_total,
+        cells,
+    }
+}

@@ -1,0 +1,84 @@
+//! The significance test of every site (`docs/method.md`, "Significance").
+
+use super::*;
+
+/// Tests every site with a tmax: one-sided against the calibration's own
+/// spread (`signif::Null`), Benjamini-Hochberg across sites. Returns the
+/// fewest calls any tested site needs to be significant (the least certain
+/// tmax decides), if a site was tested.
+pub(crate) fn test_significance(
+    built: &mut [Built],
+    q_max: Option<f64>,
+    opts: &Options,
+    mpi_time: f64,
+) -> Option<u64> {
+    // Significance: one-sided test per site against the calibration's own
+    // spread (`signif::Null`), BH across sites.
+    let mut tested: Vec<(usize, f64, signif::Null)> = Vec::new();
+    for (i, b) in built.iter_mut().enumerate() {
+        let s = &mut b.report;
+        if s.calls_with_tmax == 0 || s.mpi_function == "other" {
+            s.significance = "no tmax".into();
+            continue;
+        }
+        let Some(q) = q_max else {
+            s.significance = "no q_max".into();
+            continue;
+        };
+        let null = signif::Null::new(q, b.acc.basis);
+        let n = s.calls_with_tmax;
+        let k = (s.calls_over_tmax.unwrap_or(0.0).round() as u64).min(n);
+        let p = null.p_value(k, n);
+        s.p_value = Some(p);
+        s.expected_exceed_fraction = Some(null.expected_share());
+        tested.push((i, p, null));
+    }
+    let min_calls = tested.iter().map(|t| t.2.min_calls(opts.alpha)).max();
+    let qv = signif::bh_adjust(&tested.iter().map(|t| t.1).collect::<Vec<_>>());
+    for (&(i, _, null), q) in tested.iter().zip(qv) {
+        let s = &mut built[i].report;
+        s.q_value = Some(q);
+        let expected = s.calls_with_tmax as f64 * null.expected_share();
+        let over = s.calls_over_tmax.unwrap_or(0.0);
+        let material = s.overhead_s.unwrap_or(0.0) >= opts.min_share * mpi_time;
+        if q <= opts.alpha && over > expected && material {
+            s.significant = true;
+            s.significance = "significant".into();
+        } else if q <= opts.alpha && over > expected {
+            s.significance = "negligible".into();
+            s.late_ranks.clear();
+            s.late_ranks_s.clear();
+            s.late_basis = None;
+        } else {
+            s.significance = if s.calls_with_tmax < null.min_calls(opts.alpha) {
+                "too few calls"
+            } else {
+                "not significant"
+            }
+            .into();
+            // Whom a chance-level wait was on says nothing.
+            s.late_ranks.clear();
+            s.late_ranks_s.clear();
+            s.late_basis = None;
+        }
+    }
+    min_calls
+}
+
+/// Ranks the sites: by overhead when known, then time, then identity.
+pub(crate) fn rank_sites(built: &mut [Built], overhead_known: bool) {
+    built.sort_by(|a, b| {
+        let (x, y) = (&a.report, &b.report);
+        let ko = |s: &SiteReport| s.overhead_s.unwrap_or(-1.0);
+        if overhead_known {
+            ko(y).total_cmp(&ko(x))
+        } else {
+            std::cmp::Ordering::Equal
+        }
+        .then(y.time_s.total_cmp(&x.time_s))
+        .then_with(|| a.key.cmp(&b.key))
+    });
+    for (i, b) in built.iter_mut().enumerate() {
+        b.report.rank = i + 1;
+    }
+}

@@ -1,0 +1,161 @@
+//! One site of the report from its accumulator: totals, wait state, late
+//! ranks, the completion links.
+
+use super::*;
+
+/// An `inlined_into` item, `function (file:line)`, with its function
+/// demangled.
+pub(crate) fn demangle_inlined(item: &str) -> String {
+    let (f, rest) = match item.find(" (") {
+        Some(i) => item.split_at(i),
+        None => (item, ""),
+    };
+    format!("{}{rest}", mpiover_common::demangle::demangle(f))
+}
+
+/// The keys of a count map, most counted first, at most `n`.
+pub(crate) fn top_keys<K: Clone + Ord>(m: &BTreeMap<K, u64>, n: usize) -> Vec<K> {
+    let mut v: Vec<(&K, &u64)> = m.iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    v.into_iter().take(n).map(|(k, _)| k.clone()).collect()
+}
+
+/// The report row of one site (ranked and tested later).
+pub(crate) fn build_site(
+    key: SiteKey,
+    mut acc: SiteAcc,
+    wait: &mut HashMap<(u32, u32), PeerAcc>,
+    mpi_time: f64,
+    app_time: f64,
+) -> Built {
+    acc.per_rank.sort_by_key(|r| r.rank);
+    charge_multi(&mut acc, wait);
+    let has_tmax = acc.calls_with_tmax > 0;
+    let overhead = has_tmax.then(|| acc.overhead.get());
+    let pr = per_rank(&acc.per_rank, has_tmax);
+    let ovh = overhead.unwrap_or(0.0);
+    // The wait state with the most overhead.
+    let wait_state = if ovh > 0.0 {
+        acc.states
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .and_then(|(s, v)| if v.get() > 0.0 { *s } else { None })
+    } else {
+        None
+    };
+    let (late, basis) = match wait_state {
+        Some("Late Sender" | "Late Receiver") => {
+            let mut v: Vec<(u32, f64)> = acc
+                .peers
+                .iter()
+                .map(|(&p, a)| (p, a.overhead.get()))
+                .filter(|&(_, o)| o > 0.0 && o >= 0.01 * ovh)
+                .collect();
+            v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            (v, Some("peer"))
+        }
+        Some("Late Broadcast") => {
+            let mut roots: Vec<(u32, f64)> = acc
+                .per_rank
+                .iter()
+                .filter(|r| r.root)
+                .map(|r| (r.rank, r.overhead.unwrap_or(0.0)))
+                .collect();
+            roots.sort_by_key(|r| r.0);
+            if roots.is_empty() {
+                (late_by_arrival(&acc.per_rank, false), Some("arrival"))
+            } else {
+                // Lateness of a root: the median non-root wait.
+                let others = pr.overhead_median_s.unwrap_or(0.0);
+                (
+                    roots.into_iter().map(|(r, _)| (r, others)).collect(),
+                    Some("root"),
+                )
+            }
+        }
+        Some("Early Reduce") => (late_by_arrival(&acc.per_rank, true), Some("arrival")),
+        Some(_) => (late_by_arrival(&acc.per_rank, false), Some("arrival")),
+        None => (Vec::new(), None),
+    };
+    let late: Vec<(u32, f64)> = late.into_iter().take(MAX_LATE).collect();
+    let time = acc.time.get();
+    let (file, line) = match &key.loc {
+        Loc::Line(f, l) => (Some(f.clone()), Some(*l)),
+        Loc::File(f) => (Some(f.clone()), None),
+        _ => (None, None),
+    };
+    let mut posted: Vec<(String, u64)> =
+        acc.posted_at.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    posted.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let report = SiteReport {
+        rank: 0,
+        mpi_function: key.mpi.clone(),
+        file,
+        line,
+        function: key.function.clone(),
+        location: key.loc.display(),
+        module: acc.site.module.clone(),
+        offset: acc.site.offset.clone(),
+        inlined_into: acc
+            .site
+            .inlined_into
+            .iter()
+            .map(|f| demangle_inlined(f))
+            .collect(),
+        note: acc.site.note.clone(),
+        calls: acc.calls,
+        time_s: time,
+        bytes: acc.bytes.min(u64::MAX as u128) as u64,
+        min_call_s: if acc.min.is_finite() { acc.min } else { 0.0 },
+        max_call_s: acc.max,
+        time_share_of_mpi: if mpi_time > 0.0 { time / mpi_time } else { 0.0 },
+        overhead_s: overhead,
+        tmax_s: has_tmax.then(|| acc.tmax_sum.get()),
+        exceed_fraction: has_tmax
+            .then(|| (acc.calls_over.get() / acc.calls_with_tmax as f64).clamp(0.0, 1.0)),
+        calls_over_tmax: has_tmax.then(|| acc.calls_over.get()),
+        expected_exceed_fraction: None,
+        calls_with_tmax: acc.calls_with_tmax,
+        out_of_range_calls: acc.out_of_range_calls,
+        share_of_mpi_time: overhead.map(|o| if mpi_time > 0.0 { o / mpi_time } else { 0.0 }),
+        share_of_app_time: overhead.map(|o| if app_time > 0.0 { o / app_time } else { 0.0 }),
+        wait_state: wait_state.map(str::to_string),
+        late_ranks: late.iter().map(|l| l.0).collect(),
+        late_basis: basis.filter(|_| !late.is_empty()).map(str::to_string),
+        late_ranks_s: late.iter().map(|l| l.1).collect(),
+        significant: false,
+        significance: String::new(),
+        p_value: None,
+        q_value: None,
+        per_rank: pr,
+        completes: acc.completes.iter().cloned().collect(),
+        posted_at: posted.into_iter().take(5).map(|p| p.0).collect(),
+        waited_for: {
+            let mut v: Vec<WaitedFor> = acc
+                .waited_for
+                .iter()
+                .map(|((peer, at), o)| WaitedFor {
+                    peer: *peer,
+                    posted_at: at.clone(),
+                    overhead_s: o.get(),
+                })
+                .filter(|w| w.overhead_s > 0.0 && w.overhead_s >= 0.01 * ovh)
+                .collect();
+            v.sort_by(|a, b| {
+                b.overhead_s
+                    .total_cmp(&a.overhead_s)
+                    .then(a.peer.cmp(&b.peer))
+                    .then(a.posted_at.cmp(&b.posted_at))
+            });
+            v.truncate(8);
+            v
+        },
+        completed_at: top_keys(&acc.completed_at, 5),
+        tmax_composed: top_keys(&acc.composed, 8)
+            .into_iter()
+            .map(str::to_string)
+            .collect(),
+        tmax_missing: top_keys(&acc.missing, 8),
+    };
+    Built { key, acc, report }
+}

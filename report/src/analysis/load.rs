@@ -1,0 +1,116 @@
+//! Reading a run directory: records parsed and folded in parallel, one
+//! worker per core, then checked as a run.
+
+use super::*;
+
+/// Reads a run directory and computes its report.
+pub fn analyze_dir(
+    dir: &Path,
+    tmax: Option<&dyn TmaxSource>,
+    opts: &Options,
+) -> Result<Report, RunError> {
+    let rd = RunDir::open(dir)?;
+    // Only needed when neither the option nor a profile given decides: the
+    // first record's view (the profile it was recorded with, what the
+    // library stated).
+    let first = if opts.eager_limit.is_none() && tmax.and_then(|t| t.rendezvous_bytes()).is_none() {
+        rd.files.first().and_then(|path| {
+            let bytes = std::fs::read(path).ok()?;
+            parse_record(path, &bytes).ok()
+        })
+    } else {
+        None
+    };
+    let (rdv, rdv_source, rdv_detail) = rendezvous_of(opts, tmax, first.as_ref());
+    let n = rd.files.len();
+    let threads = if opts.threads > 0 {
+        opts.threads
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+    .min(n)
+    .max(1);
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let errors: Mutex<Vec<(usize, RunError)>> = Mutex::new(Vec::new());
+    let infos: Mutex<Vec<(usize, RankInfo)>> = Mutex::new(Vec::with_capacity(n));
+    let mut total = Agg::default();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut agg = Agg::new(opts.detail_sites > 0);
+                    let mut my_infos = Vec::new();
+                    // Workers take files in increasing order, so every file
+                    // before a failing one is still read: the error reported
+                    // is the first in file order, whatever the scheduling.
+                    while !stop.load(Ordering::Relaxed) {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            break;
+                        }
+                        let path = &rd.files[i];
+                        let res = std::fs::read(path)
+                            .map_err(|source| RunError::Io {
+                                path: path.clone(),
+                                source,
+                            })
+                            .and_then(|bytes| parse_record(path, &bytes));
+                        match res {
+                            Ok(rec) => {
+                                my_infos.push((i, RankInfo::of(path, &rec)));
+                                agg.add_record(&rec, tmax, rdv);
+                            }
+                            Err(e) => {
+                                stop.store(true, Ordering::Relaxed);
+                                errors.lock().unwrap().push((i, e));
+                            }
+                        }
+                    }
+                    infos.lock().unwrap().extend(my_infos);
+                    agg
+                })
+            })
+            .collect();
+        for h in handles {
+            total.merge(h.join().expect("report worker panicked"));
+        }
+    });
+    let mut errors = errors.into_inner().unwrap();
+    if !errors.is_empty() {
+        errors.sort_by_key(|(i, _)| *i);
+        return Err(errors.remove(0).1);
+    }
+    let mut infos = infos.into_inner().unwrap();
+    infos.sort_by_key(|(i, _)| *i);
+    let mut check = RunCheck::new();
+    for (_, info) in infos {
+        check.add(info)?;
+    }
+    let summary = check.finish().expect("a listed run directory has records");
+    Ok(finish(
+        total,
+        summary,
+        &dir.display().to_string(),
+        tmax,
+        opts,
+        (rdv, rdv_source, rdv_detail),
+    ))
+}
+
+/// Computes a report from records in memory (tests, tools). The records must
+/// already have passed [`RunCheck`].
+pub fn analyze_records(
+    dir: &str,
+    records: &[Record],
+    summary: RunSummary,
+    tmax: Option<&dyn TmaxSource>,
+    opts: &Options,
+) -> Report {
+    let (rdv, rdv_source, rdv_detail) = rendezvous_of(opts, tmax, records.first());
+    let mut agg = Agg::new(opts.detail_sites > 0);
+    for r in records {
+        agg.add_record(r, tmax, rdv);
+    }
+    finish(agg, summary, dir, tmax, opts, (rdv, rdv_source, rdv_detail))
+}

@@ -1,0 +1,54 @@
+//! Sentences about sites, for the summary every format shows.
+
+use crate::model::SiteReport;
+
+/// One sentence about a site for the summary.
+pub fn sentence(s: &SiteReport, mpi_time: f64, overhead_known: bool) -> String {
+    use crate::units::{count, pct, secs};
+    let place = match &s.function {
+        Some(f) => format!(
+            "{} in {}()",
+            s.location,
+            mpiover_common::demangle::without_parameters(f)
+        ),
+        None => s.location.clone(),
+    };
+    if overhead_known {
+        let ovh = s.overhead_s.unwrap_or(0.0);
+        let mut t = format!(
+            "{place}: {} lost {} beyond tmax in {} calls ({} of MPI time)",
+            s.mpi_function,
+            secs(ovh),
+            count(s.calls),
+            pct(if mpi_time > 0.0 { ovh / mpi_time } else { 0.0 })
+        );
+        if let Some(w) = &s.wait_state {
+            t.push_str(&format!(", {w}"));
+            if !s.late_ranks.is_empty() {
+                let who: Vec<String> = s.late_ranks.iter().take(3).map(|r| r.to_string()).collect();
+                let verb = match s.late_basis.as_deref() {
+                    Some("peer") => "waiting mostly on rank",
+                    _ => "late rank",
+                };
+                t.push_str(&format!(
+                    ", {verb}{} {}",
+                    if who.len() > 1 { "s" } else { "" },
+                    who.join(", ")
+                ));
+            }
+        }
+        if !s.significant {
+            t.push_str(&format!(" ({})", s.significance));
+        }
+        t.push('.');
+        t
+    } else {
+        format!(
+            "{place}: {} took {} in {} calls ({} of MPI time).",
+            s.mpi_function,
+            secs(s.time_s),
+            count(s.calls),
+            pct(s.time_share_of_mpi)
+        )
+    }
+}
