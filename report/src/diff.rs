@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Report, SiteReport};
+use crate::model::{Report, SiteReport, WaitState};
 use crate::units::{count, secs};
 
 pub const DIFF_SCHEMA: &str = "mpiover-diff/1";
@@ -37,7 +37,7 @@ pub struct Side {
     pub calls: u64,
     pub time_s: f64,
     pub overhead_s: Option<f64>,
-    pub wait_state: Option<String>,
+    pub wait_state: Option<WaitState>,
     pub significant: bool,
 }
 
@@ -63,7 +63,7 @@ fn side(s: &SiteReport) -> Side {
         calls: s.calls,
         time_s: s.time_s,
         overhead_s: s.overhead_s,
-        wait_state: s.wait_state.clone(),
+        wait_state: s.wait_state,
         significant: s.significant,
     }
 }

@@ -11,6 +11,102 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use mpiover_common::functions::WaitState;
+
+/// A kind whose JSON spelling is also how reports print it.
+macro_rules! spelled {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vm])* #[serde(rename = $s)] $v),+
+        }
+
+        impl $name {
+            /// The JSON spelling, as reports print it.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$v => $s),+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+spelled! {
+    /// What sites are ranked by.
+    RankedBy {
+        /// A profile gave tmax.
+        Overhead = "overhead",
+        /// No profile: time, as mpiP ranks.
+        Time = "time",
+    }
+}
+
+spelled! {
+    /// The verdict of a site's significance test.
+    Significance {
+        Significant = "significant",
+        NotSignificant = "not significant",
+        /// Fewer calls than any significant result needs.
+        TooFewCalls = "too few calls",
+        /// Significant, but below `Methods::min_share` of the MPI time.
+        Negligible = "negligible",
+        NoTmax = "no tmax",
+        NoQmax = "no q_max",
+    }
+}
+
+spelled! {
+    /// How a site's late ranks were found.
+    LateBasis {
+        /// The point-to-point peers of the waiting calls.
+        Peer = "peer",
+        /// The ranks that spent the least time in a collective arrived last.
+        Arrival = "arrival",
+        /// The root of a one-to-all collective its non-roots waited for.
+        Root = "root",
+    }
+}
+
+spelled! {
+    /// The value a matrix or heat map shows.
+    Metric {
+        Overhead = "overhead_s",
+        Time = "time_s",
+    }
+}
+
+spelled! {
+    /// Where the overhead's profile came from.
+    ProfileSource {
+        /// `mpiover report --profile`: re-analysed from the histograms.
+        Option = "--profile",
+        /// The online overhead of the run, with the profile it was recorded with.
+        Record = "record",
+    }
+}
+
+spelled! {
+    /// Where the eager/rendezvous limit came from.
+    RendezvousSource {
+        /// `--eager-limit`.
+        Option = "option",
+        /// Measured by the calibration.
+        Profile = "profile",
+        /// What the MPI library states through its MPI_T control variables.
+        MpiT = "mpi_t",
+        /// None of these: 64 KiB.
+        Default = "default",
+    }
+}
+
 pub const REPORT_SCHEMA: &str = "mpiover-report/1";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -79,7 +175,7 @@ pub struct Summary {
     pub overhead_share_of_mpi: Option<f64>,
     pub overhead_share_of_app: Option<f64>,
     /// `overhead` when a profile gave tmax, else `time`.
-    pub ranked_by: String,
+    pub ranked_by: RankedBy,
     /// Event calls over all sites and ranks.
     pub calls: u64,
     pub sites: usize,
@@ -134,20 +230,20 @@ pub struct SiteReport {
     pub share_of_mpi_time: Option<f64>,
     pub share_of_app_time: Option<f64>,
     /// Scalasca's name of the wait state the overhead indicates, or null.
-    pub wait_state: Option<String>,
+    pub wait_state: Option<WaitState>,
     /// World ranks that made this site wait, worst first (at most 16).
     pub late_ranks: Vec<u32>,
     /// How `late_ranks` were found: `peer` (the point-to-point peer of the
     /// waiting calls) or `arrival` (the ranks that spent the least time in a
     /// collective, i.e. arrived last).
-    pub late_basis: Option<String>,
+    pub late_basis: Option<LateBasis>,
     /// Overhead (or, for `arrival`, lateness in seconds) per late rank.
     pub late_ranks_s: Vec<f64>,
     /// Calls over tmax significantly above the (1 - q_max) expected by
     /// chance (one-sided binomial test, Benjamini-Hochberg across sites).
     pub significant: bool,
     /// `significant`, `not significant`, `too few calls`, `no tmax` or `no q_max`.
-    pub significance: String,
+    pub significance: Significance,
     pub p_value: Option<f64>,
     /// Benjamini-Hochberg adjusted p-value.
     pub q_value: Option<f64>,
@@ -223,7 +319,7 @@ pub struct RankReport {
 pub struct WaitMatrix {
     /// `overhead_s` (overhead of Late Sender / Late Receiver calls) when a
     /// profile gave tmax, else `time_s` (time in point-to-point calls).
-    pub metric: String,
+    pub metric: Metric,
     pub total_s: f64,
     /// Number of non-zero cells; `cells` holds the largest (at most 10,000).
     pub cells_total: usize,
@@ -259,7 +355,7 @@ pub struct Methods {
     /// Where that threshold comes from: `option` (`--eager-limit`),
     /// `profile` (measured by the calibration), `mpi_t` (what the library
     /// states), `default`.
-    pub rendezvous_source: String,
+    pub rendezvous_source: RendezvousSource,
     /// The same in words (the `MPI_T` control variable named).
     #[serde(default)]
     pub rendezvous_detail: String,
@@ -278,7 +374,7 @@ pub struct Methods {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProfileMethod {
     /// `--profile` (re-analysed from the histograms) or `record` (online).
-    pub source: String,
+    pub source: ProfileSource,
     pub path: String,
     /// Whether the profile's environment matches the run; null if unknown.
     pub matched: Option<bool>,
@@ -332,7 +428,7 @@ pub struct Detail {
 #[derive(Debug, Clone)]
 pub struct Heatmap {
     /// `overhead_s` or `time_s`.
-    pub metric: String,
+    pub metric: Metric,
     /// Site indices (into `Report::sites`).
     pub rows: Vec<usize>,
     /// Rank ranges `[lo, hi]` of the columns (one rank each up to 128 ranks).

@@ -57,7 +57,7 @@ pub(crate) struct SiteAcc {
     /// How the least certain tmax of the site was estimated, when known.
     pub(crate) basis: Option<Basis>,
     /// Overhead per wait state (`None`: overhead that indicates no wait state).
-    pub(crate) states: BTreeMap<Option<&'static str>, Fx>,
+    pub(crate) states: BTreeMap<Option<WaitState>, Fx>,
     pub(crate) peers: HashMap<u32, PeerAcc>,
     pub(crate) per_rank: Vec<RankSite>,
     pub(crate) dist: Vec<u64>,

@@ -121,7 +121,7 @@ impl Agg {
                 let at = Loc::of(site_of(done), &e.function).display();
                 *acc.completed_at.entry(at).or_default() += e.count;
             }
-            let waits = matches!(state, Some("Late Sender" | "Late Receiver"));
+            let waits = is_peer_wait(state);
             if let (Some(done), true) = (
                 posts_done.get(&e.site),
                 class == Some(EventClass::Completion),
@@ -134,7 +134,7 @@ impl Agg {
                 if waits && e.peer.is_none() && ev.tmax.is_some() && ev.overhead > 0.0 {
                     // Several peers: whom it waited for is decided once every
                     // rank's wait at this site is known.
-                    let want_recv = state == Some("Late Sender");
+                    let want_recv = state == Some(WaitState::LateSender);
                     let candidates: Vec<(u32, Option<String>)> = done
                         .iter()
                         .filter(|(_, _, recv)| *recv == want_recv)
@@ -153,7 +153,7 @@ impl Agg {
             }
             let p2p_peer = e
                 .peer
-                .filter(|&p| p >= 0 && is_p2p(class))
+                .filter(|&p| p >= 0 && waits_on_its_peer(&e.function))
                 .map(|p| p as u32);
             if let Some(peer) = p2p_peer {
                 // A completion's late peer and posting line (a blocking
@@ -163,7 +163,7 @@ impl Agg {
                     // The posting line: the completion's own when all its
                     // requests shared one, else that of the requests to or
                     // from this peer of the kind that waits.
-                    let want_recv = state == Some("Late Sender");
+                    let want_recv = state == Some(WaitState::LateSender);
                     let at = e
                         .post_site
                         .map(|ps| Loc::of(site_of(ps), &e.function).display())
@@ -238,10 +238,10 @@ impl Agg {
         // they go on their own line, out of the MPI time every %MPI divides by.
         let (mut startup, mut shutdown) = (0.0, 0.0);
         for f in &rec.functions {
-            match f.function.as_str() {
-                "MPI_Init" | "MPI_Init_thread" => startup += f.time_s,
-                "MPI_Finalize" => shutdown += f.time_s,
-                _ => {}
+            match lifecycle(&f.function) {
+                Some(Lifecycle::StartUp) => startup += f.time_s,
+                Some(Lifecycle::ShutDown) => shutdown += f.time_s,
+                None => {}
             }
         }
         self.ranks.push(RankAcc {

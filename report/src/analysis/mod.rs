@@ -21,7 +21,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use mpiover_common::completion::{KeyRef, Requests};
-use mpiover_common::functions::{class_of, wait_state, EventClass, WaitState};
+use mpiover_common::functions::{
+    catalogue, class_of, lifecycle, wait_state, EventClass, Function, Lifecycle, Scope, WaitState,
+};
 use mpiover_common::histogram::bucket_bounds;
 use mpiover_common::profile::{Basis, MpiTValue};
 use mpiover_common::record::{Entry, Record, Site};
@@ -55,8 +57,8 @@ use per_rank::*;
 use rendezvous::*;
 
 pub use load::{analyze_dir, analyze_records};
+pub use rules::entry_wait_state;
 use rules::*;
-pub use rules::{entry_wait_state, is_rendezvous};
 
 /// FxHash (rustc's multiply-rotate hash): several times faster than the
 /// default SipHash on the short keys folded per record entry, where hashing

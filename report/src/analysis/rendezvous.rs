@@ -8,7 +8,7 @@ pub(crate) fn rendezvous_of(
     opts: &Options,
     tmax: Option<&dyn TmaxSource>,
     first: Option<&Record>,
-) -> (u64, &'static str, String) {
+) -> (u64, RendezvousSource, String) {
     let recorded = match (tmax, first.and_then(|r| r.profile.as_ref())) {
         (None, Some(p)) => mpiover_common::profile::Profile::load(&p.path)
             .ok()
@@ -32,21 +32,25 @@ pub(crate) fn rendezvous(
     tmax: Option<&dyn TmaxSource>,
     recorded: Option<u64>,
     mpi_t: Option<&MpiTValue>,
-) -> (u64, &'static str, String) {
+) -> (u64, RendezvousSource, String) {
     if let Some(b) = opts.eager_limit {
-        (b, "option", "--eager-limit".into())
+        (b, RendezvousSource::Option, "--eager-limit".into())
     } else if let Some(b) = tmax.and_then(|t| t.rendezvous_bytes()).or(recorded) {
-        (b, "profile", "measured by the calibration (profile)".into())
+        (
+            b,
+            RendezvousSource::Profile,
+            "measured by the calibration (profile)".into(),
+        )
     } else if let Some(m) = mpi_t {
         (
             m.bytes.saturating_add(1),
-            "mpi_t",
+            RendezvousSource::MpiT,
             format!("the MPI library's control variable {} (MPI_T)", m.cvar),
         )
     } else {
         (
             DEFAULT_RENDEZVOUS_BYTES,
-            "default",
+            RendezvousSource::Default,
             "default: no profile measured it and the library does not state it".into(),
         )
     }

@@ -15,11 +15,10 @@ pub fn entry_wait_state(
     completes: Option<&str>,
     requests: Option<Requests>,
     rendezvous_bytes: u64,
-) -> Option<&'static str> {
-    let class = class_of(function)?;
-    match class {
-        EventClass::Send => wait_state(class, is_rendezvous(function, bytes, rendezvous_bytes))
-            .map(WaitState::as_str),
+) -> Option<WaitState> {
+    let f = catalogue::get(function)?;
+    match f.class {
+        EventClass::Send => wait_state(f.class, f.waits_for_receiver(bytes, rendezvous_bytes)),
         EventClass::CollectiveOneToN if role == Some("root") => None,
         EventClass::CollectiveNToOne if role == Some("nonroot") => None,
         EventClass::Completion => {
@@ -37,7 +36,7 @@ pub fn entry_wait_state(
                     );
                 }
                 (Some(c), _) => c,
-                (None, Some(r)) if r.recv > 0 => return Some("Late Sender"),
+                (None, Some(r)) if r.recv > 0 => return Some(WaitState::LateSender),
                 (None, Some(r)) if r.send > 0 => {
                     return entry_wait_state(
                         "MPI_Send",
@@ -50,58 +49,33 @@ pub fn entry_wait_state(
                 }
                 (None, _) => return None,
             };
-            match c {
-                "MPI_Irecv" | "MPI_Imrecv" | "MPI_Recv_init" => Some("Late Sender"),
-                "MPI_Isend" | "MPI_Send_init" => {
-                    entry_wait_state("MPI_Send", bytes, role, None, None, rendezvous_bytes)
-                }
-                "MPI_Irsend" | "MPI_Rsend_init" => {
-                    entry_wait_state("MPI_Rsend", bytes, role, None, None, rendezvous_bytes)
-                }
-                "MPI_Issend" | "MPI_Ssend_init" => Some("Late Receiver"),
-                "MPI_Ibsend" | "MPI_Bsend_init" => None,
-                _ if c.starts_with("MPI_I") && class_of(c) == Some(EventClass::Post) => {
-                    // A non-blocking collective: the wait state of its blocking twin.
-                    let rest = &c[5..];
-                    let blocking = format!("MPI_{}{}", rest[..1].to_ascii_uppercase(), &rest[1..]);
-                    match class_of(&blocking) {
-                        Some(EventClass::Send | EventClass::Recv | EventClass::Completion)
-                        | None => None,
-                        Some(_) => {
-                            entry_wait_state(&blocking, bytes, role, None, None, rendezvous_bytes)
-                        }
-                    }
-                }
-                _ => None,
-            }
+            // A request waits as the blocking call it started would
+            // (`MPI_Irecv`, `MPI_Recv_init` as `MPI_Recv`; `MPI_Iallreduce` as
+            // `MPI_Allreduce`); `MPI_Start` names no operation.
+            let posted = catalogue::get(c).filter(|p| p.class == EventClass::Post)?;
+            entry_wait_state(posted.blocking?, bytes, role, None, None, rendezvous_bytes)
         }
-        other => wait_state(other, false).map(WaitState::as_str),
+        other => wait_state(other, false),
     }
 }
 
-/// Whether a blocking send of this size waits for its receiver.
-pub fn is_rendezvous(function: &str, bytes: u64, rendezvous_bytes: u64) -> bool {
-    match function {
-        "MPI_Ssend" => true,
-        "MPI_Bsend" => false,
-        _ => bytes >= rendezvous_bytes,
-    }
-}
-
-pub(crate) fn is_p2p(class: Option<EventClass>) -> bool {
-    matches!(
-        class,
-        Some(
-            EventClass::Send
-                | EventClass::Recv
-                | EventClass::SendRecv
-                | EventClass::Probe
-                | EventClass::Completion
-        )
-    )
+/// Whether a call's peer is whom it waited for: blocking point-to-point
+/// calls and completions (posts and polls do not wait).
+pub(crate) fn waits_on_its_peer(function: &str) -> bool {
+    catalogue::get(function).is_some_and(|f| match f.scope {
+        Scope::PointToPoint => !matches!(f.class, EventClass::Post | EventClass::Poll),
+        Scope::Requests => f.completion.is_some(),
+        Scope::Collective => false,
+    })
 }
 
 /// Whether a post's requests are receives.
 pub(crate) fn is_receive_post(function: &str) -> bool {
-    matches!(function, "MPI_Irecv" | "MPI_Imrecv" | "MPI_Recv_init")
+    catalogue::get(function).is_some_and(Function::posts_receives)
+}
+
+/// Whether a wait state is a point-to-point one (whom it waited for is a
+/// peer).
+pub(crate) fn is_peer_wait(state: Option<WaitState>) -> bool {
+    matches!(state, Some(WaitState::LateSender | WaitState::LateReceiver))
 }

@@ -68,20 +68,23 @@ fn fixture_profile(q_max: f64) -> FixtureProfile {
 }
 
 fn check_fixture_attribution(r: &Report) {
-    assert_eq!(r.summary.ranked_by, "overhead");
+    assert_eq!(r.summary.ranked_by.as_str(), "overhead");
     let recv = site(r, "halo.c:42", "MPI_Recv");
     // Rank 2 waits 2 ms in each of its 200 receives from rank 1.
     let o = recv.overhead_s.unwrap();
     assert!((o - 0.4).abs() < 0.04, "{o}");
-    assert_eq!(recv.wait_state.as_deref(), Some("Late Sender"));
+    assert_eq!(recv.wait_state.map(WaitState::as_str), Some("Late Sender"));
     assert_eq!(recv.late_ranks, vec![1]);
-    assert_eq!(recv.late_basis.as_deref(), Some("peer"));
+    assert_eq!(recv.late_basis.map(LateBasis::as_str), Some("peer"));
     assert!(recv.significant);
     assert_eq!(recv.per_rank.worst_rank, 2);
     let wait = site(r, "halo.c:57", "MPI_Wait");
     let o = wait.overhead_s.unwrap();
     assert!((o - 0.1).abs() < 0.01, "{o}");
-    assert_eq!(wait.wait_state.as_deref(), Some("Late Receiver"));
+    assert_eq!(
+        wait.wait_state.map(WaitState::as_str),
+        Some("Late Receiver")
+    );
     assert_eq!(wait.late_ranks, vec![3]);
     assert_eq!(
         wait.posted_at,
@@ -92,9 +95,9 @@ fn check_fixture_attribution(r: &Report) {
     // Ranks 1-3 wait 300 us in each of 500 calls.
     let o = ar.overhead_s.unwrap();
     assert!((o - 0.45).abs() < 0.045, "{o}");
-    assert_eq!(ar.wait_state.as_deref(), Some("Wait at NxN"));
+    assert_eq!(ar.wait_state.map(WaitState::as_str), Some("Wait at NxN"));
     assert_eq!(ar.late_ranks, vec![0]);
-    assert_eq!(ar.late_basis.as_deref(), Some("arrival"));
+    assert_eq!(ar.late_basis.map(LateBasis::as_str), Some("arrival"));
     assert!(ar.significant);
     for (l, f) in [
         ("io.c:10", "MPI_Bcast"),
@@ -102,7 +105,7 @@ fn check_fixture_attribution(r: &Report) {
     ] {
         let s = site(r, l, f);
         assert!(!s.significant, "{l}");
-        assert_eq!(s.significance, "not significant");
+        assert_eq!(s.significance.as_str(), "not significant");
         assert!(s.late_ranks.is_empty());
         let ex = s.exceed_fraction.unwrap();
         assert!((0.03..0.2).contains(&ex), "{l}: {ex}");
@@ -113,7 +116,7 @@ fn check_fixture_attribution(r: &Report) {
     // Wait matrix: rank 2 waited on rank 1 most.
     let c = &r.wait_matrix.cells[0];
     assert_eq!((c.waiter, c.peer), (2, 1));
-    assert_eq!(r.wait_matrix.metric, "overhead_s");
+    assert_eq!(r.wait_matrix.metric, Metric::Overhead);
 }
 
 #[test]
@@ -121,7 +124,7 @@ fn online_overhead_is_attributed() {
     let r = report(&synth::fixture_run(true), None);
     check_fixture_attribution(&r);
     let p = r.methods.profile.as_ref().unwrap();
-    assert_eq!(p.source, "record");
+    assert_eq!(p.source, ProfileSource::Record);
     assert_eq!(p.matched, Some(true));
     assert_eq!(r.methods.q_max, Some(0.9));
 }
@@ -154,7 +157,7 @@ fn small_significant_sites_are_negligible() {
         if big {
             assert_eq!(t.late_ranks, s.late_ranks);
         } else {
-            assert_eq!(t.significance, "negligible");
+            assert_eq!(t.significance.as_str(), "negligible");
             assert!(t.late_ranks.is_empty(), "{}", s.location);
             assert_eq!(t.p_value, s.p_value, "the test itself is unchanged");
         }
@@ -175,7 +178,10 @@ fn reanalysis_against_a_profile_matches_online() {
     // Records without online tmax, re-analysed from the histograms.
     let re = report(&synth::fixture_run(false), Some(&prof));
     check_fixture_attribution(&re);
-    assert_eq!(re.methods.profile.as_ref().unwrap().source, "--profile");
+    assert_eq!(
+        re.methods.profile.as_ref().unwrap().source,
+        ProfileSource::Option
+    );
     for s in &online.sites {
         let t = re
             .sites
@@ -217,7 +223,7 @@ fn a_larger_tmax_leaves_no_significant_site() {
 #[test]
 fn without_a_profile_sites_are_ranked_by_time() {
     let r = report(&synth::fixture_run(false), None);
-    assert_eq!(r.summary.ranked_by, "time");
+    assert_eq!(r.summary.ranked_by.as_str(), "time");
     assert!(r.summary.overhead_s.is_none());
     assert!(r.methods.hint.as_ref().unwrap().contains("--profile"));
     assert!(r.sites.windows(2).all(|w| w[0].time_s >= w[1].time_s));
@@ -225,7 +231,7 @@ fn without_a_profile_sites_are_ranked_by_time() {
         .sites
         .iter()
         .all(|s| s.overhead_s.is_none() && s.wait_state.is_none() && !s.significant));
-    assert_eq!(r.wait_matrix.metric, "time_s");
+    assert_eq!(r.wait_matrix.metric, Metric::Time);
     // Issue 2's figures.
     let s = site(&r, "halo.c:42", "MPI_Recv");
     assert_eq!(s.calls, 800);
@@ -354,7 +360,7 @@ fn sites_match_by_location_not_address() {
 
 #[test]
 fn wait_states_follow_scalasca() {
-    let w = |f, b, role, c| entry_wait_state(f, b, role, c, None, 65536);
+    let w = |f, b, role, c| entry_wait_state(f, b, role, c, None, 65536).map(WaitState::as_str);
     assert_eq!(w("MPI_Recv", 8, None, None), Some("Late Sender"));
     assert_eq!(w("MPI_Send", 8, None, None), None);
     assert_eq!(w("MPI_Send", 1 << 20, None, None), Some("Late Receiver"));
@@ -394,12 +400,14 @@ fn wait_states_follow_scalasca() {
     assert_eq!(w("MPI_Foo", 8, None, None), None);
     assert_eq!(
         entry_wait_state("MPI_Send", 4096, None, None, None, 4096),
-        Some("Late Receiver")
+        Some(WaitState::LateReceiver)
     );
     // Completions of several kinds of request: receives mean a late
     // sender; sends alone, a late receiver only at rendezvous size.
     let req = |n, recv, send| Some(Requests { n, recv, send });
-    let m = |bytes, r| entry_wait_state("MPI_Waitall", bytes, None, None, r, 4096);
+    let m = |bytes, r| {
+        entry_wait_state("MPI_Waitall", bytes, None, None, r, 4096).map(WaitState::as_str)
+    };
     assert_eq!(m(52 * 100, req(52, 26, 26)), Some("Late Sender"));
     assert_eq!(m(26 * 100, req(26, 0, 26)), None);
     assert_eq!(m(26 * 8192, req(26, 0, 26)), Some("Late Receiver"));
@@ -517,7 +525,7 @@ fn too_few_calls_are_marked() {
     );
     recs.push(rec);
     let r = report(&recs, None);
-    assert_eq!(r.sites[0].significance, "too few calls");
+    assert_eq!(r.sites[0].significance.as_str(), "too few calls");
     assert_eq!(r.methods.min_calls, Some(5));
 }
 

@@ -89,7 +89,7 @@ pub fn export(report: &Report, opts: &ExportOptions) -> Vec<u8> {
             opt(&s.wait_state),
             late.join(" "),
             s.significant.to_string(),
-            s.significance.clone(),
+            s.significance.to_string(),
             optn(s.p_value),
             optn(s.q_value),
             num(s.min_call_s),

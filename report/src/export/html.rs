@@ -6,7 +6,9 @@
 use std::fmt::Write;
 
 use super::{negligible, short_paths, ExportOptions};
-use crate::model::{Dist, Report, SiteReport};
+use crate::model::{
+    Dist, Metric, ProfileSource, RankedBy, Report, Significance, SiteReport, WaitState,
+};
 use crate::units::{bytes, count, pct, secs};
 
 fn esc(s: &str) -> String {
@@ -121,7 +123,7 @@ impl Ctx<'_> {
 pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     let c = Ctx {
         r,
-        ovh: r.summary.ranked_by == "overhead",
+        ovh: r.summary.ranked_by == RankedBy::Overhead,
         shorts: short_paths(r.sites.iter().filter_map(|s| s.file.as_deref())),
     };
     let top = opts.top.unwrap_or(20).min(r.sites.len());
@@ -338,9 +340,9 @@ fn sites_table(o: &mut String, c: &Ctx, n: usize) {
         }
     );
     for s in c.r.sites.iter().take(n) {
-        let sig_cls = match s.significance.as_str() {
-            "significant" => "tag sig",
-            "too few calls" => "tag few",
+        let sig_cls = match s.significance {
+            Significance::Significant => "tag sig",
+            Significance::TooFewCalls => "tag few",
             _ => "tag",
         };
         let p = &s.per_rank;
@@ -389,8 +391,8 @@ fn sites_table(o: &mut String, c: &Ctx, n: usize) {
             s.share_of_app_time.map(pct).unwrap_or_else(|| "-".into()),
             s.exceed_fraction.unwrap_or(-1.0),
             s.exceed_fraction.map(pct).unwrap_or_else(|| "-".into()),
-            esc(&s.significance),
-            esc(s.wait_state.as_deref().unwrap_or("-")),
+            esc(s.significance.as_str()),
+            esc(s.wait_state.map_or("-", WaitState::as_str)),
             esc(&if s.late_ranks.is_empty() {
                 "-".to_string()
             } else {
@@ -411,7 +413,7 @@ fn sites_table(o: &mut String, c: &Ctx, n: usize) {
 
 fn heatmap(o: &mut String, c: &Ctx) {
     let Some(h) = &c.r.detail.heatmap else { return };
-    let metric = if h.metric == "overhead_s" {
+    let metric = if h.metric == Metric::Overhead {
         "overhead"
     } else {
         "time"
@@ -513,7 +515,7 @@ fn wait_matrix(o: &mut String, c: &Ctx) {
         o,
         "<p class=\"meta\">Row: the rank that waited; column: the peer it waited on{}. By {}; total {}.</p>",
         if per > 1 { format!(" (groups of {per} ranks)") } else { String::new() },
-        if wm.metric == "overhead_s" {
+        if wm.metric == Metric::Overhead {
             "overhead of Late Sender / Late Receiver calls"
         } else {
             "time in point-to-point calls (no profile)"
@@ -694,10 +696,9 @@ fn site_details(o: &mut String, c: &Ctx, n: usize) {
                 (Some(x), None) => pct(x),
                 _ => "-".into(),
             },
-            esc(&s.significance),
+            esc(s.significance.as_str()),
             s.wait_state
-                .as_ref()
-                .map(|w| format!(", {}", esc(w)))
+                .map(|w| format!(", {}", esc(w.as_str())))
                 .unwrap_or_default(),
             if s.late_ranks.is_empty() {
                 String::new()
@@ -844,7 +845,7 @@ fn methods(o: &mut String, c: &Ctx) {
             Some(p) => format!(
                 "{} ({}; {})",
                 p.path,
-                if p.source == "record" {
+                if p.source == ProfileSource::Record {
                     "tmax recorded online"
                 } else {
                     "re-analysed from the histograms"

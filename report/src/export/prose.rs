@@ -1,6 +1,6 @@
 //! Sentences about sites, for the summary every format shows.
 
-use crate::model::SiteReport;
+use crate::model::{LateBasis, SiteReport};
 
 /// One sentence about a site for the summary.
 pub fn sentence(s: &SiteReport, mpi_time: f64, overhead_known: bool) -> String {
@@ -26,8 +26,8 @@ pub fn sentence(s: &SiteReport, mpi_time: f64, overhead_known: bool) -> String {
             t.push_str(&format!(", {w}"));
             if !s.late_ranks.is_empty() {
                 let who: Vec<String> = s.late_ranks.iter().take(3).map(|r| r.to_string()).collect();
-                let verb = match s.late_basis.as_deref() {
-                    Some("peer") => "waiting mostly on rank",
+                let verb = match s.late_basis {
+                    Some(LateBasis::Peer) => "waiting mostly on rank",
                     _ => "late rank",
                 };
                 t.push_str(&format!(

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::{negligible, short_paths, ExportOptions};
-use crate::model::{Report, SiteReport};
+use crate::model::{Metric, ProfileSource, RankedBy, Report, Significance, SiteReport, WaitState};
 use crate::units::{bytes, count, pct, secs};
 
 #[derive(Clone, Copy, PartialEq)]
@@ -110,7 +110,7 @@ fn opt_secs(v: Option<f64>) -> String {
 pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     let st = Style { on: opts.color };
     let mut o = String::new();
-    let overhead_known = r.summary.ranked_by == "overhead";
+    let overhead_known = r.summary.ranked_by == RankedBy::Overhead;
     let shorts = short_paths(r.sites.iter().filter_map(|s| s.file.as_deref()));
     let loc = |s: &SiteReport| -> String {
         match (&s.file, s.line) {
@@ -267,9 +267,9 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
             plain(bytes(site.bytes)),
         ];
         if overhead_known {
-            let sig = match site.significance.as_str() {
-                "significant" => ("yes".to_string(), Some("1;31")),
-                "not significant" => ("no".to_string(), None),
+            let sig = match site.significance {
+                Significance::Significant => ("yes".to_string(), Some("1;31")),
+                Significance::NotSignificant => ("no".to_string(), None),
                 other => (other.to_string(), Some("2")),
             };
             let late: Vec<String> = site
@@ -301,7 +301,7 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
                 ),
                 plain(site.exceed_fraction.map(pct).unwrap_or_else(|| "-".into())),
                 sig,
-                plain(site.wait_state.clone().unwrap_or_else(|| "-".into())),
+                plain(site.wait_state.map_or("-", WaitState::as_str)),
                 plain(if late.is_empty() {
                     "-".into()
                 } else {
@@ -485,7 +485,7 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     // Wait matrix.
     let wm = &r.wait_matrix;
     if !wm.cells.is_empty() {
-        let by = if wm.metric == "overhead_s" {
+        let by = if wm.metric == Metric::Overhead {
             "overhead of Late Sender / Late Receiver calls"
         } else {
             "time in point-to-point calls"
@@ -530,7 +530,7 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     let _ = writeln!(o, "{}", st.bold("METHODS"));
     match &m.profile {
         Some(p) => {
-            let how = if p.source == "record" {
+            let how = if p.source == ProfileSource::Record {
                 "tmax recorded online"
             } else {
                 "re-analysed from the histograms"

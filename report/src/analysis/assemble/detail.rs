@@ -58,11 +58,10 @@ pub(crate) fn details(built: &[Built], opts: &Options, world: u32, overhead_know
             .collect();
         detail.heatmap = Some(Heatmap {
             metric: if overhead_known {
-                "overhead_s"
+                Metric::Overhead
             } else {
-                "time_s"
-            }
-            .into(),
+                Metric::Time
+            },
             rows: (0..nd).collect(),
             cols,
             values,

@@ -35,7 +35,11 @@ pub(crate) fn wait_matrix(wait: &HashMap<(u32, u32), PeerAcc>, overhead_known: b
     let cells_total = cells.len();
     cells.truncate(10_000);
     WaitMatrix {
-        metric: if metric_ovh { "overhead_s" } else { "time_s" }.into(),
+        metric: if metric_ovh {
+            Metric::Overhead
+        } else {
+            Metric::Time
+        },
         total_s,
         cells_total,
         cells,

@@ -29,7 +29,7 @@ pub(crate) fn finish(
     dir: &str,
     tmax: Option<&dyn TmaxSource>,
     opts: &Options,
-    (rdv, rdv_source, rdv_detail): (u64, &'static str, String),
+    (rdv, rdv_source, rdv_detail): (u64, RendezvousSource, String),
 ) -> Report {
     agg.ranks.sort_by_key(|r| r.rank);
     let ranks = &agg.ranks;
@@ -119,7 +119,11 @@ pub(crate) fn finish(
             overhead_s: overhead_total,
             overhead_share_of_mpi: overhead_total.map(|o| if mpi_time > 0.0 { o / mpi_time } else { 0.0 }),
             overhead_share_of_app: overhead_total.map(|o| if app_time > 0.0 { o / app_time } else { 0.0 }),
-            ranked_by: if overhead_known { "overhead" } else { "time" }.into(),
+            ranked_by: if overhead_known {
+                RankedBy::Overhead
+            } else {
+                RankedBy::Time
+            },
             calls: sites.iter().map(|s| s.calls).sum(),
             sites: sites.len(),
             significant_sites: sites.iter().filter(|s| s.significant).count(),
@@ -153,7 +157,7 @@ pub(crate) fn finish(
             min_calls,
             min_share: opts.min_share,
             rendezvous_bytes: rdv,
-            rendezvous_source: rdv_source.into(),
+            rendezvous_source: rdv_source,
             rendezvous_detail: rdv_detail,
             lookups,
             tool: ToolCost {

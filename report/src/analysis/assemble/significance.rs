@@ -18,11 +18,11 @@ pub(crate) fn test_significance(
     for (i, b) in built.iter_mut().enumerate() {
         let s = &mut b.report;
         if s.calls_with_tmax == 0 || s.mpi_function == "other" {
-            s.significance = "no tmax".into();
+            s.significance = Significance::NoTmax;
             continue;
         }
         let Some(q) = q_max else {
-            s.significance = "no q_max".into();
+            s.significance = Significance::NoQmax;
             continue;
         };
         let null = signif::Null::new(q, b.acc.basis);
@@ -43,19 +43,18 @@ pub(crate) fn test_significance(
         let material = s.overhead_s.unwrap_or(0.0) >= opts.min_share * mpi_time;
         if q <= opts.alpha && over > expected && material {
             s.significant = true;
-            s.significance = "significant".into();
+            s.significance = Significance::Significant;
         } else if q <= opts.alpha && over > expected {
-            s.significance = "negligible".into();
+            s.significance = Significance::Negligible;
             s.late_ranks.clear();
             s.late_ranks_s.clear();
             s.late_basis = None;
         } else {
             s.significance = if s.calls_with_tmax < null.min_calls(opts.alpha) {
-                "too few calls"
+                Significance::TooFewCalls
             } else {
-                "not significant"
-            }
-            .into();
+                Significance::NotSignificant
+            };
             // Whom a chance-level wait was on says nothing.
             s.late_ranks.clear();
             s.late_ranks_s.clear();

@@ -38,13 +38,18 @@ pub(crate) fn build_site(
     let wait_state = if ovh > 0.0 {
         acc.states
             .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            // Ties go to the state first by name (the order reports had when
+            // states were names).
+            .max_by(|a, b| {
+                let name = |s: &Option<WaitState>| s.map(WaitState::as_str);
+                a.1.cmp(b.1).then(name(b.0).cmp(&name(a.0)))
+            })
             .and_then(|(s, v)| if v.get() > 0.0 { *s } else { None })
     } else {
         None
     };
     let (late, basis) = match wait_state {
-        Some("Late Sender" | "Late Receiver") => {
+        Some(WaitState::LateSender | WaitState::LateReceiver) => {
             let mut v: Vec<(u32, f64)> = acc
                 .peers
                 .iter()
@@ -52,9 +57,9 @@ pub(crate) fn build_site(
                 .filter(|&(_, o)| o > 0.0 && o >= 0.01 * ovh)
                 .collect();
             v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            (v, Some("peer"))
+            (v, Some(LateBasis::Peer))
         }
-        Some("Late Broadcast") => {
+        Some(WaitState::LateBroadcast) => {
             let mut roots: Vec<(u32, f64)> = acc
                 .per_rank
                 .iter()
@@ -63,18 +68,27 @@ pub(crate) fn build_site(
                 .collect();
             roots.sort_by_key(|r| r.0);
             if roots.is_empty() {
-                (late_by_arrival(&acc.per_rank, false), Some("arrival"))
+                (
+                    late_by_arrival(&acc.per_rank, false),
+                    Some(LateBasis::Arrival),
+                )
             } else {
                 // Lateness of a root: the median non-root wait.
                 let others = pr.overhead_median_s.unwrap_or(0.0);
                 (
                     roots.into_iter().map(|(r, _)| (r, others)).collect(),
-                    Some("root"),
+                    Some(LateBasis::Root),
                 )
             }
         }
-        Some("Early Reduce") => (late_by_arrival(&acc.per_rank, true), Some("arrival")),
-        Some(_) => (late_by_arrival(&acc.per_rank, false), Some("arrival")),
+        Some(WaitState::EarlyReduce) => (
+            late_by_arrival(&acc.per_rank, true),
+            Some(LateBasis::Arrival),
+        ),
+        Some(_) => (
+            late_by_arrival(&acc.per_rank, false),
+            Some(LateBasis::Arrival),
+        ),
         None => (Vec::new(), None),
     };
     let late: Vec<(u32, f64)> = late.into_iter().take(MAX_LATE).collect();
@@ -119,12 +133,13 @@ pub(crate) fn build_site(
         out_of_range_calls: acc.out_of_range_calls,
         share_of_mpi_time: overhead.map(|o| if mpi_time > 0.0 { o / mpi_time } else { 0.0 }),
         share_of_app_time: overhead.map(|o| if app_time > 0.0 { o / app_time } else { 0.0 }),
-        wait_state: wait_state.map(str::to_string),
+        wait_state,
         late_ranks: late.iter().map(|l| l.0).collect(),
-        late_basis: basis.filter(|_| !late.is_empty()).map(str::to_string),
+        late_basis: basis.filter(|_| !late.is_empty()),
         late_ranks_s: late.iter().map(|l| l.1).collect(),
         significant: false,
-        significance: String::new(),
+        // Every site is tested or says why not (`test_significance`).
+        significance: Significance::NoTmax,
         p_value: None,
         q_value: None,
         per_rank: pr,

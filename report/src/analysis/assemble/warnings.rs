@@ -21,7 +21,7 @@ pub(crate) fn profile_and_warnings(
             let m = src.matches(&first.mpi_library, hosts);
             (
                 Some(ProfileMethod {
-                    source: "--profile".into(),
+                    source: ProfileSource::Option,
                     path: src.name(),
                     matched: m.as_ref().map(|m| m.0),
                     note: m.map(|m| m.1).filter(|s| !s.is_empty()),
@@ -50,7 +50,7 @@ pub(crate) fn profile_and_warnings(
                     }
                     (
                         Some(ProfileMethod {
-                            source: "record".into(),
+                            source: ProfileSource::Record,
                             path: p.0.clone(),
                             matched: Some(matched),
                             note: p.3.clone(),
