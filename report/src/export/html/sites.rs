@@ -1,0 +1,300 @@
+//! The sites table and, per top site, its details: the distribution of its
+//! call times against tmax and its source lines.
+
+use std::fmt::Write;
+
+use crate::model::{Dist, Significance, WaitState};
+use crate::units::{bytes, count, pct, secs};
+
+use super::*;
+
+pub(crate) fn opt_secs(v: Option<f64>) -> String {
+    v.map(secs).unwrap_or_else(|| "-".into())
+}
+
+pub(crate) fn sites_table(o: &mut String, c: &Ctx, n: usize) {
+    let _ = write!(
+        o,
+        "<h2 id=\"sites\">Sites <span class=\"meta\">(ranked by {}; {} of {}; click a header to sort)</span></h2>\n\
+         <div class=\"scroll\"><table class=\"sortable\" id=\"sites-table\"><thead><tr>\
+         <th class=\"n\">#</th><th>Location</th><th>Function</th><th>MPI call</th><th class=\"n\">Calls</th>\
+         <th class=\"n\">Time</th><th class=\"n\">Bytes</th><th class=\"n\">Sum tmax</th><th class=\"n\">Overhead</th>\
+         <th class=\"n\">% MPI</th><th class=\"n\">% app</th>\
+         <th class=\"n\">&gt; tmax</th><th>Significance</th><th>Wait state</th><th>Late ranks</th>\
+         <th class=\"n\">{}</th><th class=\"n\">Worst rank</th></tr></thead><tbody>",
+        c.r.summary.ranked_by,
+        n,
+        c.r.sites.len(),
+        // Per rank: the overhead's spread when it is known, else the time's.
+        if c.ovh {
+            "Rank overhead min / med / max"
+        } else {
+            "Rank time min / med / max"
+        }
+    );
+    for s in c.r.sites.iter().take(n) {
+        let sig_cls = match s.significance {
+            Significance::Significant => "tag sig",
+            Significance::TooFewCalls => "tag few",
+            _ => "tag",
+        };
+        let p = &s.per_rank;
+        let spread = if c.ovh {
+            (
+                opt_secs(p.overhead_min_s),
+                opt_secs(p.overhead_median_s),
+                opt_secs(p.overhead_max_s),
+            )
+        } else {
+            (
+                secs(p.time_min_s),
+                secs(p.time_median_s),
+                secs(p.time_max_s),
+            )
+        };
+        let _ = write!(
+            o,
+            "<tr class=\"{}\"><td class=\"n\" data-v=\"{}\">{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td>\
+             <td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td>\
+             <td class=\"n\" data-v=\"{}\">{}</td>\
+             <td class=\"n ovh\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td>\
+             <td class=\"n\" data-v=\"{}\">{}</td>\
+             <td><span class=\"{sig_cls}\">{}</span></td><td>{}</td><td>{}</td><td class=\"n\">{} / {} / {}</td>\
+             <td class=\"n\">{}</td></tr>",
+            if s.significant { "sig" } else { "" },
+            s.rank,
+            s.rank,
+            esc(&s.location),
+            esc(&c.loc(s)),
+            esc(s.function.as_deref().unwrap_or("-")),
+            esc(&s.mpi_function),
+            s.calls,
+            count(s.calls),
+            s.time_s,
+            secs(s.time_s),
+            s.bytes,
+            bytes(s.bytes),
+            s.tmax_s.unwrap_or(-1.0),
+            opt_secs(s.tmax_s),
+            s.overhead_s.unwrap_or(-1.0),
+            opt_secs(s.overhead_s),
+            s.share_of_mpi_time.unwrap_or(-1.0),
+            s.share_of_mpi_time.map(pct).unwrap_or_else(|| "-".into()),
+            s.share_of_app_time.unwrap_or(-1.0),
+            s.share_of_app_time.map(pct).unwrap_or_else(|| "-".into()),
+            s.exceed_fraction.unwrap_or(-1.0),
+            s.exceed_fraction.map(pct).unwrap_or_else(|| "-".into()),
+            esc(s.significance.as_str()),
+            esc(s.wait_state.map_or("-", WaitState::as_str)),
+            esc(&if s.late_ranks.is_empty() {
+                "-".to_string()
+            } else {
+                s.late_ranks.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+            }),
+            spread.0,
+            spread.1,
+            spread.2,
+            if c.ovh && p.overhead_max_s.is_none() {
+                "-".to_string()
+            } else {
+                p.worst_rank.to_string()
+            }
+        );
+    }
+    o.push_str("</tbody></table></div>\n");
+}
+
+pub(crate) fn dist_svg(o: &mut String, d: &Dist, id: usize) {
+    let (w, h, pad_l, pad_b) = (520.0, 170.0, 44.0, 30.0);
+    let lo = d.edges[0].ln();
+    let hi = d.edges[d.edges.len() - 1].ln().max(lo + 1e-9);
+    let x = |t: f64| pad_l + (t.max(d.edges[0]).ln() - lo) / (hi - lo) * (w - pad_l - 10.0);
+    let maxc = d.counts.iter().copied().max().unwrap_or(1).max(1) as f64;
+    let y = |cnt: f64| (h - pad_b) - (cnt / maxc).sqrt() * (h - pad_b - 10.0);
+    let _ = write!(
+        o,
+        "<svg class=\"dist\" id=\"dist-{id}\" role=\"img\" aria-label=\"call times\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\">"
+    );
+    if let (Some(a), Some(b)) = (d.tmax_min_s, d.tmax_max_s) {
+        let (xa, xb) = (x(a), x(b));
+        let _ = write!(
+            o,
+            "<rect x=\"{xa:.1}\" y=\"4\" width=\"{:.1}\" height=\"{}\" fill=\"#ffebe9\"/>",
+            (xb - xa).max(1.0),
+            h - pad_b - 4.0
+        );
+    }
+    for (i, &cnt) in d.counts.iter().enumerate() {
+        if cnt == 0 {
+            continue;
+        }
+        let (x0, x1) = (x(d.edges[i]), x(d.edges[i + 1]));
+        let over = d.tmax_mean_s.is_some_and(|t| d.edges[i] >= t);
+        let _ = write!(
+            o,
+            "<rect x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{} - {}: {} calls</title></rect>",
+            y(cnt as f64),
+            (x1 - x0 - 0.5).max(0.8),
+            (h - pad_b) - y(cnt as f64),
+            if over { "#cf222e" } else { "#0969da" },
+            secs(d.edges[i]),
+            secs(d.edges[i + 1]),
+            count(cnt)
+        );
+    }
+    if let Some(t) = d.tmax_mean_s {
+        let xt = x(t);
+        let _ = write!(
+            o,
+            "<line x1=\"{xt:.1}\" x2=\"{xt:.1}\" y1=\"4\" y2=\"{}\" stroke=\"#a50f15\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/>\
+             <text x=\"{:.1}\" y=\"14\" font-size=\"11\" fill=\"#a50f15\">tmax {}</text>",
+            h - pad_b,
+            xt + 4.0,
+            esc(&secs(t))
+        );
+    }
+    let _ = write!(
+        o,
+        "<line x1=\"{pad_l}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#57606a\"/>",
+        w - 10.0,
+        h - pad_b,
+        h - pad_b
+    );
+    // Decade ticks.
+    let mut t = 10f64.powf(d.edges[0].log10().ceil());
+    while t <= d.edges[d.edges.len() - 1] {
+        let xt = x(t);
+        let _ = write!(
+            o,
+            "<line x1=\"{xt:.1}\" x2=\"{xt:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#57606a\"/>\
+             <text x=\"{xt:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+            h - pad_b,
+            h - pad_b + 4.0,
+            h - pad_b + 15.0,
+            esc(&secs(t))
+        );
+        t *= 10.0;
+    }
+    let _ = write!(
+        o,
+        "<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">call time (log)</text>\
+         <text x=\"4\" y=\"12\" font-size=\"10\">calls (sqrt)</text></svg>",
+        w - 10.0,
+        h - 2.0
+    );
+}
+
+pub(crate) fn site_details(o: &mut String, c: &Ctx, n: usize) {
+    if n == 0 {
+        return;
+    }
+    o.push_str("<h2 id=\"details\">Top sites in detail</h2>\n<p class=\"meta\">Call times (log scale); red bars are above the mean tmax (dashed line), the shaded band spans tmax over the calls' sizes.</p>\n");
+    for (i, s) in c.r.sites.iter().take(n).enumerate() {
+        let _ = write!(
+            o,
+            "<div class=\"site\" id=\"site-{}\"><h3>{}. {} in <code>{}</code> at <code>{}</code></h3><p class=\"meta\">{} calls, time {}, overhead {}, {} over tmax, {}{}{}</p><div class=\"grid2\"><div>",
+            s.rank,
+            s.rank,
+            esc(&s.mpi_function),
+            esc(s.function.as_deref().unwrap_or("?")),
+            esc(&s.location),
+            count(s.calls),
+            secs(s.time_s),
+            s.overhead_s.map(secs).unwrap_or_else(|| "unknown".into()),
+            match (s.exceed_fraction, s.expected_exceed_fraction) {
+                (Some(x), Some(e)) => format!("{} (chance: {})", pct(x), pct(e)),
+                (Some(x), None) => pct(x),
+                _ => "-".into(),
+            },
+            esc(s.significance.as_str()),
+            s.wait_state
+                .map(|w| format!(", {}", esc(w.as_str())))
+                .unwrap_or_default(),
+            if s.late_ranks.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", late ranks {}",
+                    s.late_ranks.iter().take(8).map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+                )
+            }
+        );
+        match c.r.detail.dists.get(i).and_then(|d| d.as_ref()) {
+            Some(d) => dist_svg(o, d, s.rank),
+            None => o.push_str("<p>No distribution.</p>"),
+        }
+        o.push_str("</div><div>");
+        match c.r.detail.sources.get(i).and_then(|d| d.as_ref()) {
+            Some(src) => {
+                let _ = write!(o, "<pre class=\"src\" title=\"{}\">", esc(&src.path));
+                for (ln, text) in &src.lines {
+                    let line = format!("{ln:>5}  {}", esc(text));
+                    if *ln == src.highlight {
+                        let _ = write!(o, "<span class=\"hl\">{line}</span>");
+                    } else {
+                        let _ = writeln!(o, "{line}");
+                    }
+                }
+                o.push_str("</pre>");
+            }
+            None => {
+                let _ = write!(
+                    o,
+                    "<p class=\"meta\">Source {} not readable here.</p>",
+                    esc(s.file.as_deref().unwrap_or(&s.location))
+                );
+            }
+        }
+        if !s.inlined_into.is_empty() {
+            let _ = write!(
+                o,
+                "<p class=\"meta\">Inlined into: {}</p>",
+                esc(&s.inlined_into.join(" ← "))
+            );
+        }
+        if !s.posted_at.is_empty() {
+            let _ = write!(
+                o,
+                "<p class=\"meta\">Completes {} posted at {}</p>",
+                esc(&s.completes.join(", ")),
+                esc(&s.posted_at.join(", "))
+            );
+        }
+        if !s.waited_for.is_empty() {
+            let who: Vec<String> = s
+                .waited_for
+                .iter()
+                .map(|w| {
+                    format!(
+                        "rank {}{} ({})",
+                        w.peer,
+                        w.posted_at
+                            .as_ref()
+                            .map(|a| format!(", posted at {a}"))
+                            .unwrap_or_default(),
+                        crate::units::secs(w.overhead_s)
+                    )
+                })
+                .collect();
+            let _ = write!(
+                o,
+                "<p class=\"meta\">Waited for: {}</p>",
+                esc(&who.join("; "))
+            );
+        }
+        if !s.completed_at.is_empty() {
+            let _ = write!(
+                o,
+                "<p class=\"meta\">Completed at {}</p>",
+                esc(&s.completed_at.join(", "))
+            );
+        }
+        for rule in &s.tmax_composed {
+            let _ = write!(o, "<p class=\"meta\">tmax composed: {}</p>", esc(rule));
+        }
+        for why in &s.tmax_missing {
+            let _ = write!(o, "<p class=\"meta\">No tmax: {}</p>", esc(why));
+        }
+        o.push_str("</div></div></div>\n");
+    }
+}
