@@ -1,127 +1,10 @@
-//! Text for the terminal: aligned tables, human units, colour on request.
+//! The sections of the text report, in the order they are printed.
 
-use std::fmt::Write;
+use super::*;
 
-use super::{negligible, short_paths, ExportOptions};
-use crate::model::{Metric, ProfileSource, RankedBy, Report, Significance, SiteReport, WaitState};
-use crate::units::{bytes, count, pct, secs};
-
-#[derive(Clone, Copy, PartialEq)]
-enum Align {
-    Left,
-    Right,
-}
-
-/// ANSI styles, or nothing.
-struct Style {
-    on: bool,
-}
-
-impl Style {
-    fn wrap(&self, code: &str, s: &str) -> String {
-        if self.on && !s.trim().is_empty() {
-            format!("\x1b[{code}m{s}\x1b[0m")
-        } else {
-            s.to_string()
-        }
-    }
-    fn bold(&self, s: &str) -> String {
-        self.wrap("1", s)
-    }
-    fn red(&self, s: &str) -> String {
-        self.wrap("1;31", s)
-    }
-    fn dim(&self, s: &str) -> String {
-        self.wrap("2", s)
-    }
-    fn yellow(&self, s: &str) -> String {
-        self.wrap("33", s)
-    }
-}
-
-/// A cell and the style to paint it with after padding.
-type Cell = (String, Option<&'static str>);
-
-fn plain(s: impl Into<String>) -> Cell {
-    (s.into(), None)
-}
-
-struct Table {
-    head: Vec<(&'static str, Align)>,
-    rows: Vec<Vec<Cell>>,
-}
-
-impl Table {
-    fn render(&self, out: &mut String, st: &Style, indent: &str) {
-        let n = self.head.len();
-        let mut w = vec![0usize; n];
-        for (i, (h, _)) in self.head.iter().enumerate() {
-            w[i] = h.chars().count();
-        }
-        for r in &self.rows {
-            for (i, c) in r.iter().enumerate() {
-                w[i] = w[i].max(c.0.chars().count());
-            }
-        }
-        let pad = |s: &str, i: usize, a: Align| -> String {
-            let fill = w[i].saturating_sub(s.chars().count());
-            match a {
-                Align::Left => format!("{s}{}", " ".repeat(fill)),
-                Align::Right => format!("{}{s}", " ".repeat(fill)),
-            }
-        };
-        let line: Vec<String> = self
-            .head
-            .iter()
-            .enumerate()
-            .map(|(i, (h, a))| pad(h, i, *a))
-            .collect();
-        let _ = writeln!(out, "{indent}{}", st.bold(line.join("  ").trim_end()));
-        for r in &self.rows {
-            let cells: Vec<String> = r
-                .iter()
-                .enumerate()
-                .map(|(i, (s, style))| {
-                    let p = pad(s, i, self.head[i].1);
-                    match style {
-                        Some(code) => st.wrap(code, &p),
-                        None => p,
-                    }
-                })
-                .collect();
-            let _ = writeln!(out, "{indent}{}", cells.join("  ").trim_end());
-        }
-    }
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let t: String = s.chars().take(max - 3).collect();
-        format!("{t}...")
-    }
-}
-
-fn opt_secs(v: Option<f64>) -> String {
-    v.map(secs).unwrap_or_else(|| "-".into())
-}
-
-pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
-    let st = Style { on: opts.color };
-    let mut o = String::new();
-    let overhead_known = r.summary.ranked_by == RankedBy::Overhead;
-    let shorts = short_paths(r.sites.iter().filter_map(|s| s.file.as_deref()));
-    let loc = |s: &SiteReport| -> String {
-        match (&s.file, s.line) {
-            (Some(f), Some(l)) => {
-                format!("{}:{l}", shorts.get(f).map_or(f.as_str(), |x| x.as_str()))
-            }
-            (Some(f), None) => shorts.get(f).cloned().unwrap_or_else(|| f.clone()),
-            _ => s.location.clone(),
-        }
-    };
-
+/// The run: directory, command, ranks, library.
+pub(super) fn header(o: &mut String, c: &Ctx) {
+    let Ctx { r, st, .. } = *c;
     // Header.
     let _ = writeln!(o, "{} {}", st.bold("mpiover report:"), r.run.dir);
     let _ = writeln!(o, "  command   {}", r.run.command.join(" "));
@@ -145,7 +28,16 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
         truncate(r.run.mpi_library.lines().next().unwrap_or(""), 90)
     );
     o.push('\n');
+}
 
+/// Totals, overhead and the worst sites in words.
+pub(super) fn summary(o: &mut String, c: &Ctx) {
+    let Ctx {
+        r,
+        st,
+        overhead_known,
+        ..
+    } = *c;
     // Summary.
     let s = &r.summary;
     let _ = writeln!(o, "{}", st.bold("SUMMARY"));
@@ -211,14 +103,24 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
         }
     }
     o.push('\n');
+}
 
+/// The ranked sites table, with notes on sites that are not plain source lines.
+pub(super) fn sites(o: &mut String, c: &Ctx) {
+    let Ctx {
+        r,
+        st,
+        overhead_known,
+        top,
+        ..
+    } = *c;
+    let loc = |s: &SiteReport| c.loc(s);
     // Sites.
-    let top = opts.top.unwrap_or(20).min(r.sites.len());
     let _ = writeln!(
         o,
         "{}  (ranked by {}; {} of {})",
         st.bold("SITES"),
-        s.ranked_by,
+        r.summary.ranked_by,
         top,
         r.sites.len()
     );
@@ -313,7 +215,7 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
         }
         t.rows.push(row);
     }
-    t.render(&mut o, &st, "  ");
+    t.render(o, st, "  ");
     // Notes on sites whose location is not a plain source line (Python code
     // seen at its nearest native frame, unresolved addresses).
     for site in r.sites.iter().take(top) {
@@ -346,7 +248,18 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
         }
     }
     o.push('\n');
+}
 
+/// How the top sites spread over ranks.
+pub(super) fn spread(o: &mut String, c: &Ctx) {
+    let Ctx {
+        r,
+        st,
+        overhead_known,
+        top,
+        ..
+    } = *c;
+    let loc = |s: &SiteReport| c.loc(s);
     // Per-rank spread of the top sites.
     let _ = writeln!(
         o,
@@ -404,9 +317,18 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
         }
         t.rows.push(row);
     }
-    t.render(&mut o, &st, "  ");
+    t.render(o, st, "  ");
     o.push('\n');
+}
 
+/// One row per rank (at most 16 shown).
+pub(super) fn ranks(o: &mut String, c: &Ctx) {
+    let Ctx {
+        r,
+        st,
+        overhead_known,
+        ..
+    } = *c;
     // Ranks.
     let shown: Vec<&crate::model::RankReport> = if r.ranks.len() <= 16 {
         r.ranks.iter().collect()
@@ -468,7 +390,7 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
             ),
         ]);
     }
-    t.render(&mut o, &st, "  ");
+    t.render(o, st, "  ");
     if r.ranks.len() > 16 {
         let mut m: Vec<f64> = r.ranks.iter().map(|k| k.mpi_time_s).collect();
         m.sort_by(f64::total_cmp);
@@ -481,7 +403,11 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
         );
     }
     o.push('\n');
+}
 
+/// Who waited on whom.
+pub(super) fn wait_matrix(o: &mut String, c: &Ctx) {
+    let Ctx { r, st, .. } = *c;
     // Wait matrix.
     let wm = &r.wait_matrix;
     if !wm.cells.is_empty() {
@@ -521,10 +447,14 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
                 plain(count(c.calls)),
             ]);
         }
-        t.render(&mut o, &st, "  ");
+        t.render(o, st, "  ");
         o.push('\n');
     }
+}
 
+/// How the figures were obtained, and the warnings.
+pub(super) fn methods(o: &mut String, c: &Ctx) {
+    let Ctx { r, st, .. } = *c;
     // Methods.
     let m = &r.methods;
     let _ = writeln!(o, "{}", st.bold("METHODS"));
@@ -623,6 +553,4 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
             let _ = writeln!(o, "  - {}", st.yellow(w));
         }
     }
-    let _ = st.dim("");
-    o.into_bytes()
 }
