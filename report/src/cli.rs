@@ -198,9 +198,9 @@ pub fn run_diff(a: &DiffArgs) -> anyhow::Result<()> {
     }
     let d = crate::diff::diff(&ra, &rb);
     let bytes = match a.format {
-        DiffFormat::Text => crate::diff::text(&d, a.top),
-        DiffFormat::Json => crate::diff::json(&d),
-        DiffFormat::Csv => crate::diff::csv(&d),
+        DiffFormat::Text => crate::export::diff::text(&d, a.top),
+        DiffFormat::Json => crate::export::diff::json(&d),
+        DiffFormat::Csv => crate::export::diff::csv(&d),
     };
     write_out(a.output.as_deref(), &bytes)
 }

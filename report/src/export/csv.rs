@@ -40,12 +40,22 @@ const HEADER: &[&str] = &[
     "worst_rank",
 ];
 
-fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
+/// `header` and `rows`, quoted as RFC 4180 asks (a field with a comma, a
+/// quote, CR or LF in quotes, quotes doubled), one record per line.
+pub fn write_rows<R, F>(header: &[&str], rows: impl IntoIterator<Item = R>) -> Vec<u8>
+where
+    R: IntoIterator<Item = F>,
+    F: AsRef<[u8]>,
+{
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    // Writing to memory cannot fail; a failed row would only be missing.
+    let _ = w.write_record(header);
+    for r in rows {
+        let _ = w.write_record(r);
     }
+    w.into_inner().unwrap_or_default()
 }
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -62,14 +72,11 @@ fn optn(v: Option<f64>) -> String {
 }
 
 pub fn export(report: &Report, opts: &ExportOptions) -> Vec<u8> {
-    let mut out = String::new();
-    out.push_str(&HEADER.join(","));
-    out.push('\n');
     let n = opts.top.unwrap_or(usize::MAX);
-    for s in report.sites.iter().take(n) {
+    let rows = report.sites.iter().take(n).map(|s| {
         let late: Vec<String> = s.late_ranks.iter().map(|r| r.to_string()).collect();
         let pr = &s.per_rank;
-        let row = [
+        [
             s.rank.to_string(),
             s.mpi_function.clone(),
             opt(&s.file),
@@ -104,20 +111,28 @@ pub fn export(report: &Report, opts: &ExportOptions) -> Vec<u8> {
             optn(pr.overhead_median_s),
             optn(pr.overhead_max_s),
             pr.worst_rank.to_string(),
-        ];
-        let row: Vec<String> = row.iter().map(|f| field(f)).collect();
-        out.push_str(&row.join(","));
-        out.push('\n');
-    }
-    out.into_bytes()
+        ]
+    });
+    write_rows(HEADER, rows)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::write_rows;
+
     #[test]
-    fn quoting() {
-        assert_eq!(super::field("a,b"), "\"a,b\"");
-        assert_eq!(super::field("say \"x\""), "\"say \"\"x\"\"\"");
-        assert_eq!(super::field("plain"), "plain");
+    fn quoting_follows_rfc_4180() {
+        let out = write_rows(
+            &["a", "b"],
+            [
+                ["a,b", "say \"x\""],
+                ["plain", "two\rlines"],
+                ["", "line\nbreak"],
+            ],
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "a,b\n\"a,b\",\"say \"\"x\"\"\"\nplain,\"two\rlines\"\n,\"line\nbreak\"\n"
+        );
     }
 }

@@ -4,6 +4,7 @@
 use crate::model::Report;
 
 pub mod csv;
+pub mod diff;
 pub mod html;
 pub mod json;
 pub mod prose;
