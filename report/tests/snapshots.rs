@@ -1,36 +1,28 @@
 //! Snapshot tests: the text, CSV and JSON outputs on the fixed fixtures under
-//! `tests/fixtures/` must equal the files under `tests/snapshots/`.
-//! After an intended change, re-bless with `MPIOVER_BLESS=1 cargo test -p
-//! mpiover-report --test snapshots` and review the diff.
+//! `tests/fixtures/` must equal the insta snapshots under `tests/snapshots/`.
+//! After an intended change, update them with `INSTA_UPDATE=always cargo test
+//! -p mpiover-report --test snapshots` (or `cargo insta review`) and review
+//! the diff; the same run rewrites fixtures that the generator (`synth`) now
+//! writes differently.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use mpiover_common::record::rank_file_name;
 use mpiover_report::analysis::{analyze_dir, Options};
 use mpiover_report::export::{export, ExportOptions, Format};
 use mpiover_report::synth;
 
-fn bless() -> bool {
-    std::env::var_os("MPIOVER_BLESS").is_some()
+/// Whether this run updates snapshots (and so the fixtures too).
+fn updating() -> bool {
+    std::env::var("INSTA_UPDATE").is_ok_and(|v| v == "always")
 }
 
+/// `got` must equal the snapshot `name` (`tests/snapshots/name.snap`).
 fn check(name: &str, got: &[u8]) {
-    let path = Path::new("tests/snapshots").join(name);
-    if bless() {
-        std::fs::write(&path, got).unwrap();
-        return;
-    }
-    let want = std::fs::read(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (bless with MPIOVER_BLESS=1)", path.display()));
-    if want != got {
-        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("snapshot-{name}"));
-        std::fs::write(&out, got).unwrap();
-        panic!(
-            "{} differs from the output (written to {}); if intended, bless with MPIOVER_BLESS=1",
-            path.display(),
-            out.display()
-        );
-    }
+    let text = String::from_utf8(got.to_vec()).expect("every export is UTF-8");
+    insta::with_settings!({ prepend_module_to_snapshot => false, omit_expression => true }, {
+        insta::assert_snapshot!(name, text);
+    });
 }
 
 fn run(fixture: &str, format: Format, threads: usize) -> Vec<u8> {
@@ -50,7 +42,7 @@ fn fixtures_are_what_the_generator_writes() {
                 .join(name)
                 .join(rank_file_name(rec.rank));
             let bytes = serde_json::to_vec(&rec).unwrap();
-            if bless() {
+            if updating() {
                 // Rewrite only what changed: other tests read these files.
                 if std::fs::read(&p).ok().as_deref() != Some(bytes.as_slice()) {
                     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -59,7 +51,7 @@ fn fixtures_are_what_the_generator_writes() {
             } else {
                 assert!(
                     std::fs::read(&p).unwrap() == bytes,
-                    "{} is stale: bless with MPIOVER_BLESS=1",
+                    "{} is stale: rewrite it with INSTA_UPDATE=always",
                     p.display()
                 );
             }
@@ -69,20 +61,20 @@ fn fixtures_are_what_the_generator_writes() {
 
 #[test]
 fn text_snapshots() {
-    check("online.txt", &run("run-online", Format::Text, 0));
-    check("noprofile.txt", &run("run-noprofile", Format::Text, 0));
+    check("online_txt", &run("run-online", Format::Text, 0));
+    check("noprofile_txt", &run("run-noprofile", Format::Text, 0));
 }
 
 #[test]
 fn csv_snapshots() {
-    check("online.csv", &run("run-online", Format::Csv, 0));
-    check("noprofile.csv", &run("run-noprofile", Format::Csv, 0));
+    check("online_csv", &run("run-online", Format::Csv, 0));
+    check("noprofile_csv", &run("run-noprofile", Format::Csv, 0));
 }
 
 #[test]
 fn json_snapshots() {
-    check("online.json", &run("run-online", Format::Json, 0));
-    check("noprofile.json", &run("run-noprofile", Format::Json, 0));
+    check("online_json", &run("run-online", Format::Json, 0));
+    check("noprofile_json", &run("run-noprofile", Format::Json, 0));
 }
 
 #[test]
@@ -94,7 +86,7 @@ fn output_does_not_depend_on_the_number_of_threads() {
 }
 
 #[test]
-fn json_keeps_the_keys_of_issue_2_and_6() {
+fn json_keeps_the_stable_keys_of_the_format() {
     let v: serde_json::Value = serde_json::from_slice(&run("run-online", Format::Json, 0)).unwrap();
     assert_eq!(v["schema"], "mpiover-report/1");
     for k in ["ranks", "command", "mpi_library"] {

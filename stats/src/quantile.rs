@@ -191,7 +191,7 @@ mod tests {
     use crate::significance::binomial_sf;
 
     #[test]
-    fn median_matches_seed_003() {
+    fn median_matches_hoefler_and_belli() {
         let z = 1.959_963_984_540_054f64;
         for n in [8usize, 10, 31, 100, 1000, 12345] {
             let nf = n as f64;

@@ -247,7 +247,7 @@ mod tests {
         }
     }
 
-    /// Seed 004 §7 uses Wilson-Hilferty (eq. 9) for more than 30 classes: check it agrees with
+    /// The overhead paper (§7) uses Wilson-Hilferty (eq. 9) for more than 30 classes: check it agrees with
     /// the exact quantile within 1 % for every nu > 30 at the usual significance levels.
     #[test]
     fn wilson_hilferty_within_one_percent_above_30() {

@@ -309,7 +309,7 @@ fn median(mut x: Vec<usize>) -> usize {
     x[x.len() / 2]
 }
 
-/// Seed 004 §9: tmax is stable from about N = 200. With the default floor (min_samples = 200)
+/// The overhead paper, §9: tmax is stable from about N = 200. With the default floor (min_samples = 200)
 /// the rule cannot stop earlier, so this test mostly checks that it does not run on much
 /// longer; `stopping_rule_without_its_floor` shows where the rule itself stops.
 #[test]

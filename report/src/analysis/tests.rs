@@ -232,7 +232,7 @@ fn without_a_profile_sites_are_ranked_by_time() {
         .iter()
         .all(|s| s.overhead_s.is_none() && s.wait_state.is_none() && !s.significant));
     assert_eq!(r.wait_matrix.metric, Metric::Time);
-    // Issue 2's figures.
+    // The figures of the first report format.
     let s = site(&r, "halo.c:42", "MPI_Recv");
     assert_eq!(s.calls, 800);
     assert_eq!(s.bytes, 800 * 8);

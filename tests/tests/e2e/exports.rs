@@ -132,7 +132,7 @@ fn every_header_function_is_wrapped() {
     );
 }
 
-/// Issue 2 item 1: the report side builds where no MPI is installed. It does
+/// The report side builds where no MPI is installed. It does
 /// so only as long as neither it nor what it depends on pulls in the MPI
 /// bindings (whose build script probes for an MPI library and fails without
 /// one), so the dependency tree is checked.
