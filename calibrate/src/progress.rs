@@ -5,7 +5,7 @@
 //! sample of the remaining ones. Quiet when stderr is not a terminal or with
 //! `--quiet`.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 pub struct Progress {
     enabled: bool,
@@ -43,7 +43,7 @@ fn is_terminal(path: &std::path::Path) -> bool {
 /// stderr is a pipe to the launcher, which forwards it: then the launcher's
 /// stderr decides (parent and grandparent, for a daemon in between).
 fn stderr_is_terminal() -> bool {
-    if unsafe { libc::isatty(2) } == 1 {
+    if std::io::stderr().is_terminal() {
         return true;
     }
     let mut pid = unsafe { libc::getppid() };
