@@ -9,7 +9,7 @@
 //! linear model of its clock against rank 0's (the reference, "global" time):
 //!
 //! ```text
-//! local - global = slope * local + intercept        (Hunold & Carpen-Amarie 2016, Alg. 15/16)
+//! local - global = slope * local + intercept        (Hunold & Carpen-Amarie 2015, Alg. 15/16)
 //! ```
 //!
 //! learned by ping-pong regression in the manner of Jones and Koenig: each fit

@@ -1,7 +1,7 @@
 //! Measuring one entry (job): warm-up, then batches of synchronized windows
 //! until the stopping rule, the sample limits or a budget ends it.
 //!
-//! Window-based synchronization (Hunold & Carpen-Amarie 2016 §3.3, Alg. 8/10/14): rank 0 of the
+//! Window-based synchronization (Hunold & Carpen-Amarie 2015 §3.3, Alg. 8/10/14): rank 0 of the
 //! job's communicator broadcasts a start time in the (global) future; window
 //! i of the batch starts at `start + i * window`; every rank waits for that
 //! moment on its own synchronized clock, calls, and measures its own local
@@ -34,7 +34,7 @@
 //! window is preempted by design.
 //!
 //! `--sync barrier`: an `MPI_Barrier` before every call instead; nothing is
-//! flagged (the barrier's exit skew lands in the measurement, Hunold & Carpen-Amarie 2016 §4).
+//! flagged (the barrier's exit skew lands in the measurement, Hunold & Carpen-Amarie 2015 §4).
 //!
 //! Test-only: `MPIOVER_CALIBRATE_TEST_DELAY="rank:every:seconds"` makes that
 //! world rank sleep before every `every`-th window, so that it starts late.

@@ -18,6 +18,7 @@ pub mod completion;
 pub mod demangle;
 pub mod functions;
 pub mod histogram;
+pub mod host;
 pub mod profile;
 pub mod record;
 pub mod run;

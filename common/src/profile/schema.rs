@@ -1,0 +1,471 @@
+//! The profile's schema: the types serialized as `mpiover-profile/1`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use super::*;
+
+/// A calibration profile. Build one with [`Profile::new`] or load it with
+/// [`Profile::load`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Profile {
+    /// Always [`PROFILE_SCHEMA`].
+    pub schema: String,
+    pub environment: Environment,
+    pub method: Method,
+    /// One element per calibration run (mpirun) whose entries are in here.
+    #[serde(default)]
+    pub runs: Vec<RunInfo>,
+    pub entries: Vec<Entry>,
+    /// Base points that were planned but not measured, and why.
+    #[serde(default)]
+    pub skipped: Vec<Skipped>,
+    /// The library's eager/rendezvous threshold as measured (absent in
+    /// profiles made before it was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
+    #[serde(skip)]
+    pub(crate) index: OnceLock<Index>,
+}
+
+/// Where the library switches from the eager to the rendezvous protocol:
+/// the largest message a blocking `MPI_Send` delivers without waiting for
+/// its receiver, found by sending to a receiver that is deliberately late.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Protocol {
+    /// Largest eager message between two ranks of one host (bytes); `null`
+    /// when not measured.
+    pub eager_limit_same_host: Option<u64>,
+    /// The same between two hosts; `null` when the run had one host.
+    pub eager_limit_cross_host: Option<u64>,
+    /// Largest size searched: a limit equal to it means every size up to it
+    /// was eager.
+    pub searched_up_to: u64,
+    /// How it was measured.
+    pub method: String,
+    /// What the library's `MPI_T` control variables say, when it has one:
+    /// `{cvar, bytes}`.
+    pub mpi_t: Option<MpiTValue>,
+}
+
+/// A control variable's value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MpiTValue {
+    pub cvar: String,
+    pub bytes: u64,
+}
+
+impl Protocol {
+    /// The smallest message size that is sent with the rendezvous protocol:
+    /// one above the eager limit (the same-host one, or the smaller of the
+    /// two when both were measured: sends are then labelled as waiting for
+    /// their receiver rather than not); `None` when nothing was measured or
+    /// every size searched was eager.
+    pub fn rendezvous_bytes(&self) -> Option<u64> {
+        let limit = match (self.eager_limit_same_host, self.eager_limit_cross_host) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        (limit < self.searched_up_to).then_some(limit + 1)
+    }
+}
+
+/// Where the profile was measured. Every field has a default so that an
+/// interposer can fill only what it knows before calling [`Profile::matches`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Environment {
+    /// Distinct host names (`MPI_Get_processor_name`), in order of first rank.
+    pub hosts: Vec<String>,
+    /// Number of ranks (world size) of the calibration run.
+    pub ranks: u32,
+    /// Ranks on each host, parallel to `hosts`.
+    pub ranks_per_host: Vec<u32>,
+    /// `MPI_Get_library_version`, trimmed.
+    pub mpi_library: String,
+    /// `openmpi`, `mpich` or `unknown` (what the tool was built against).
+    pub mpi_flavor: String,
+    /// `model name` of /proc/cpuinfo on the first host.
+    pub cpu_model: String,
+    /// Online CPUs of the first host.
+    pub cpus: u32,
+    pub binding: Binding,
+    pub timer: TimerInfo,
+    /// Kernel release (`/proc/sys/kernel/osrelease`).
+    pub os: String,
+    /// MPI tuning variables of the environment (`OMPI_MCA_*`, `MPICH_*`,
+    /// `I_MPI_*`, `UCX_*`, ...): the library's settings are part of the machine.
+    pub mpi_env: BTreeMap<String, String>,
+    /// UTC date and time of the calibration start, ISO 8601.
+    pub date: String,
+    /// Version of the tool that measured.
+    pub tool_version: String,
+    /// Command line of rank 0.
+    pub command: Vec<String>,
+}
+
+/// Process binding.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Binding {
+    /// The requested policy, e.g. `OMPI_MCA_hwloc_base_binding_policy`, if set.
+    pub policy: Option<String>,
+    /// Each rank's allowed CPUs (`sched_getaffinity`, as a CPU list), by rank.
+    pub ranks: Vec<String>,
+}
+
+/// The timer the durations were measured with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TimerInfo {
+    pub name: String,
+    /// Smallest non-zero difference of two consecutive reads, seconds.
+    pub resolution_s: f64,
+    /// Mean cost of one read, seconds.
+    pub cost_s: f64,
+}
+
+/// How the profile was measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Method {
+    /// `window` (synchronized clocks, one call per window) or `barrier`.
+    pub sync: String,
+    /// Clock synchronization (window sync only).
+    pub clock_sync: Option<ClockSync>,
+    pub window: Option<WindowRule>,
+    /// Quantile of the error model that defines tmax.
+    pub q_max: f64,
+    /// Significance level of the chi-square test.
+    pub alpha: f64,
+    /// Relative tolerance of the stopping rule.
+    pub rel_tol: Option<f64>,
+    /// Warm-up calls per entry, discarded.
+    pub warmup: u32,
+    pub min_samples: u64,
+    pub max_samples: u64,
+    /// Time budget of one entry, seconds.
+    pub entry_budget_s: f64,
+    /// Time budget of the whole run, seconds, if any.
+    pub time_budget_s: Option<f64>,
+    /// Target wall time the entry budgets were paced to, seconds, if any:
+    /// each job got at most (pace - elapsed) / (jobs left), at least 0.1 s.
+    pub pace_s: Option<f64>,
+    /// Seed of the job-order shuffle.
+    pub seed: u64,
+    /// Whether `--quick` chose the grid.
+    pub quick: bool,
+    /// The grid asked for.
+    pub functions: Vec<String>,
+    pub procs: Vec<u32>,
+    /// Neighbour counts k of the exchange pattern (`MPI_Waitall`, role
+    /// `exchange`); empty in profiles made before it existed.
+    #[serde(default)]
+    pub exchange_neighbours: Vec<u32>,
+    pub sizes: Vec<u64>,
+    /// Datatype and op of the reductions.
+    pub reduction: String,
+    /// Which ranks' local durations form the sample of an entry.
+    pub sample: String,
+    /// Which ranks form the sub-communicator of size p.
+    pub communicators: String,
+    /// Anything else worth knowing (test settings in force, ...).
+    pub notes: Vec<String>,
+}
+
+/// Clock synchronization: a linear model (offset + drift) of each rank's clock
+/// against rank 0's, by ping-pong regression (Jones-Koenig, Hunold & Carpen-Amarie 2015 Alg. 15).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClockSync {
+    pub method: String,
+    /// Fit points per synchronization and ping-pongs per fit point.
+    pub fitpoints: u32,
+    pub exchanges: u32,
+    /// Re-synchronization interval, seconds (fit points are added to the model).
+    pub resync_interval_s: f64,
+    /// The model of each rank at the end of the run.
+    pub ranks: Vec<RankClock>,
+}
+
+/// A rank's clock model: `local - global = drift * local + intercept`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RankClock {
+    pub rank: u32,
+    /// `local - global` at `ref_local_s`, seconds.
+    pub offset_s: f64,
+    /// Local clock time (seconds) where `offset_s` is evaluated: the middle of
+    /// the fit points.
+    pub ref_local_s: f64,
+    /// Slope of the model (dimensionless, s/s).
+    pub drift: f64,
+    /// Fit points in the model, and the local time they span (seconds).
+    pub fitpoints: u32,
+    pub span_s: f64,
+    /// Smallest ping-pong round trip seen, seconds.
+    pub rtt_min_s: f64,
+    /// Root mean square residual of the fit, seconds.
+    pub residual_s: f64,
+}
+
+/// The window rule of window-based synchronization.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WindowRule {
+    /// How the first window of an entry is chosen.
+    pub initial: String,
+    /// When and how it grows.
+    pub growth: String,
+    /// Lower and upper bound, seconds.
+    pub min_s: f64,
+    pub max_s: f64,
+    /// Lead time between broadcasting a start time and the start, seconds
+    /// (initial value; grown when first windows start late).
+    pub lead_s: f64,
+}
+
+/// One calibration run (one mpirun) whose entries are in the profile.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunInfo {
+    /// Unique id of the run (date and random suffix).
+    pub id: String,
+    pub date: String,
+    pub command: Vec<String>,
+    pub hosts: Vec<String>,
+    pub ranks: u32,
+    pub seed: u64,
+    /// Wall time of the run, seconds (summed over resumed segments).
+    pub wall_s: f64,
+    /// Windows whose samples were kept, and the sum over them of the longest
+    /// rank's call time in the window, seconds (summed over resumed
+    /// segments; 0 in older profiles). Unlike the entries' `sum_s`, which
+    /// pools every rank's overlapping duration, this counts each window's
+    /// call time once: `wall_s / kept_window_s` is the calibration's cost per
+    /// second of calls measured.
+    pub kept_windows: u64,
+    pub kept_window_s: f64,
+    /// Number of times the run was resumed with `--resume`.
+    pub resumed: u32,
+    /// Whether the run measured every planned entry.
+    pub complete: bool,
+}
+
+/// One base point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// C name of the MPI function (`MPI_Send`).
+    pub function: String,
+    /// Communicator size (2 for point-to-point).
+    pub p: u32,
+    /// Per-rank block size, see the module docs.
+    pub bytes: u64,
+    /// `root`/`nonroot` for rooted collectives, the completed request's
+    /// function for `MPI_Wait`, else none.
+    #[serde(default)]
+    pub role: Option<String>,
+    /// Point-to-point: whether the pair shared a host.
+    #[serde(default)]
+    pub same_host: Option<bool>,
+    /// Hosts spanned by the communicator.
+    #[serde(default)]
+    pub hosts: u32,
+    /// Kept (valid) samples.
+    pub n: u64,
+    /// Samples dropped because their window was invalid. Each dropped sample
+    /// is counted under one reason, the first that applies, so that
+    /// `n_invalid = n_late + n_overrun + n_preempted` (profiles written
+    /// before `n_late`/`n_overrun` existed read them as 0).
+    pub n_invalid: u64,
+    /// Dropped because a rank started its call late: it arrived after the
+    /// window's start (the previous window spilled over) or its wait ended
+    /// more than 1 us after it (it lost its core while waiting).
+    #[serde(default)]
+    pub n_late: u64,
+    /// Dropped because (not late, but) a rank's call ended after its window.
+    #[serde(default)]
+    pub n_overrun: u64,
+    /// Dropped only because a rank was preempted during its call (its
+    /// thread's context switches grew): a host shared with other work.
+    #[serde(default)]
+    pub n_preempted: u64,
+    pub min_s: f64,
+    pub median_s: f64,
+    /// Nonparametric 95 % confidence interval of the median.
+    #[serde(default)]
+    pub median_ci_s: Option<[f64; 2]>,
+    #[serde(default)]
+    pub max_s: Option<f64>,
+    /// Empirical 90 % and 99 % quantiles of the kept sample.
+    #[serde(default)]
+    pub q90_s: Option<f64>,
+    #[serde(default)]
+    pub q99_s: Option<f64>,
+    pub tmax_s: f64,
+    /// Chosen model (`poisson`, `exponential`), none when every model was
+    /// rejected (then tmax is the empirical q_max quantile, `fallback`).
+    pub model: Option<String>,
+    pub lambda: Option<f64>,
+    pub chi2: Option<f64>,
+    pub df: Option<u64>,
+    /// Critical chi-square value at alpha.
+    #[serde(default)]
+    pub critical: Option<f64>,
+    pub accepted: bool,
+    #[serde(default)]
+    pub fallback: bool,
+    /// Histogram bin width of the fit, seconds.
+    #[serde(default)]
+    pub bin_width_s: Option<f64>,
+    /// Final window size, seconds (window sync).
+    #[serde(default)]
+    pub window_s: Option<f64>,
+    /// Why sampling stopped: `stable`, `max_samples`, `entry_budget`, `time_budget`.
+    #[serde(default)]
+    pub stop: Option<String>,
+    /// Sum of the kept samples (seconds) and wall time spent on the entry.
+    #[serde(default)]
+    pub sum_s: Option<f64>,
+    #[serde(default)]
+    pub elapsed_s: Option<f64>,
+    /// Anything unusual about the entry (why the fit failed, ...).
+    #[serde(default)]
+    pub note: Option<String>,
+    /// Per-run summaries (one per calibration run merged into this entry).
+    #[serde(default)]
+    pub runs: Vec<EntryRun>,
+}
+
+/// One run's summary of an entry's sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EntryRun {
+    pub run: String,
+    pub n: u64,
+    pub n_invalid: u64,
+    /// Why samples were dropped (see [`Entry`]); 0 in profiles written
+    /// before these were kept per run.
+    #[serde(default)]
+    pub n_late: u64,
+    #[serde(default)]
+    pub n_overrun: u64,
+    #[serde(default)]
+    pub n_preempted: u64,
+    pub min_s: f64,
+    pub median_s: f64,
+    #[serde(default)]
+    pub median_ci_s: Option<[f64; 2]>,
+    #[serde(default)]
+    pub max_s: Option<f64>,
+    #[serde(default)]
+    pub q90_s: Option<f64>,
+    #[serde(default)]
+    pub q99_s: Option<f64>,
+    /// Sum of the run's kept samples and its wall time on the entry, seconds
+    /// (none in profiles written before these were kept per run).
+    #[serde(default)]
+    pub sum_s: Option<f64>,
+    #[serde(default)]
+    pub elapsed_s: Option<f64>,
+    #[serde(default)]
+    pub window_s: Option<f64>,
+    #[serde(default)]
+    pub stop: Option<String>,
+    #[serde(default)]
+    pub hosts: u32,
+    #[serde(default)]
+    pub note: Option<String>,
+    pub tmax_s: f64,
+    pub model: Option<String>,
+    pub lambda: Option<f64>,
+    pub chi2: Option<f64>,
+    pub df: Option<u64>,
+    #[serde(default)]
+    pub critical: Option<f64>,
+    pub accepted: bool,
+    #[serde(default)]
+    pub fallback: bool,
+    #[serde(default)]
+    pub bin_width_s: Option<f64>,
+}
+
+/// A base point that was planned but not measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub function: String,
+    pub p: u32,
+    pub bytes: u64,
+    pub reason: String,
+}
+
+/// The identity of an entry.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub function: String,
+    pub p: u32,
+    pub bytes: u64,
+    pub role: Option<String>,
+    pub same_host: Option<bool>,
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} p={} bytes={}", self.function, self.p, self.bytes)?;
+        if let Some(r) = &self.role {
+            write!(f, " role={r}")?;
+        }
+        if let Some(s) = self.same_host {
+            write!(f, " same_host={s}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Entry {
+    pub fn key(&self) -> Key {
+        Key {
+            function: self.function.clone(),
+            p: self.p,
+            bytes: self.bytes,
+            role: self.role.clone(),
+            same_host: self.same_host,
+        }
+    }
+
+    /// This entry's own numbers as a per-run summary.
+    pub fn as_run(&self, run: &str) -> EntryRun {
+        EntryRun {
+            run: run.to_string(),
+            n: self.n,
+            n_invalid: self.n_invalid,
+            n_late: self.n_late,
+            n_overrun: self.n_overrun,
+            n_preempted: self.n_preempted,
+            min_s: self.min_s,
+            median_s: self.median_s,
+            median_ci_s: self.median_ci_s,
+            max_s: self.max_s,
+            q90_s: self.q90_s,
+            q99_s: self.q99_s,
+            sum_s: self.sum_s,
+            elapsed_s: self.elapsed_s,
+            window_s: self.window_s,
+            stop: self.stop.clone(),
+            hosts: self.hosts,
+            note: self.note.clone(),
+            tmax_s: self.tmax_s,
+            model: self.model.clone(),
+            lambda: self.lambda,
+            chi2: self.chi2,
+            df: self.df,
+            critical: self.critical,
+            accepted: self.accepted,
+            fallback: self.fallback,
+            bin_width_s: self.bin_width_s,
+        }
+    }
+}
