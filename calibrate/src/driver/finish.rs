@@ -1,0 +1,137 @@
+//! Step 5: every rank's clock model, the jobs the budget left out, the
+//! profile's last save and the closing messages.
+
+use mpiover_common::profile::{Profile, RankClock, Skipped};
+
+use super::{Driver, Fail};
+use crate::clock;
+use crate::mpi;
+
+/// Fields of one rank's clock model in the gather.
+const CLOCK_FIELDS: usize = 7;
+
+impl Driver<'_> {
+    pub(super) fn finish(mut self) -> Result<(), Fail> {
+        let clocks = self.gather_clocks();
+        let t_start = self.t_start;
+        let prev_wall = self.prev_wall;
+        let unmeasured: Vec<Skipped> = self.queue[self.qpos.min(self.queue.len())..]
+            .iter()
+            .flat_map(|&id| self.keys(&self.jobs[id]))
+            .map(|k| Skipped {
+                function: k.function,
+                p: k.p,
+                bytes: k.bytes,
+                reason: "time budget".into(),
+            })
+            .collect();
+        let Some(prof) = self.profile.as_mut() else {
+            return Ok(());
+        };
+        if let Some((pr, _)) = self.progress.as_mut() {
+            pr.finish();
+        }
+        if let Some(c) = prof.method.clock_sync.as_mut() {
+            c.ranks = clocks;
+        }
+        prof.skipped.extend(unmeasured);
+        let complete = prof.skipped.is_empty();
+        if let Some(r) = prof.runs.last_mut() {
+            r.wall_s = prev_wall + (clock::raw_now() - t_start);
+            r.complete = complete;
+        }
+        let a = self.a;
+        prof.save_atomic(&a.output)
+            .map_err(|e| Fail(e.to_string()))?;
+        if !complete {
+            warn_incomplete(prof, &a.output);
+        }
+        if !a.quiet {
+            summarize(prof, clock::raw_now() - t_start, &a.output);
+        }
+        Ok(())
+    }
+
+    /// Every rank's clock model, on rank 0 (empty elsewhere).
+    fn gather_clocks(&self) -> Vec<RankClock> {
+        let cs = self.clock.summary(self.me as u32);
+        let mine = [
+            cs.offset_s,
+            cs.ref_local_s,
+            cs.drift,
+            cs.fitpoints as f64,
+            cs.span_s,
+            cs.rtt_min_s,
+            cs.residual_s,
+        ];
+        let n = if self.me == 0 {
+            CLOCK_FIELDS * self.world_size as usize
+        } else {
+            1
+        };
+        let mut all = vec![0.0f64; n];
+        mpi::gather_f64s(&mine, &mut all, 0, self.world);
+        if self.me != 0 {
+            return Vec::new();
+        }
+        all.chunks(CLOCK_FIELDS)
+            .enumerate()
+            .map(|(r, v)| RankClock {
+                rank: r as u32,
+                offset_s: v[0],
+                ref_local_s: v[1],
+                drift: v[2],
+                fitpoints: v[3] as u32,
+                span_s: v[4],
+                rtt_min_s: v[5],
+                residual_s: v[6],
+            })
+            .collect()
+    }
+}
+
+/// Said even with --quiet: the profile has holes (lookups there interpolate
+/// over the missing points or are out of range).
+fn warn_incomplete(prof: &Profile, output: &std::path::Path) {
+    let budget = prof
+        .skipped
+        .iter()
+        .filter(|s| s.reason == "time budget")
+        .count();
+    eprintln!(
+        "mpiover-calibrate: warning: {} planned entries not measured ({} by the time \
+         budget, {} without a valid sample; listed under \"skipped\" in {}); --resume \
+         with a larger --time-budget measures them",
+        prof.skipped.len(),
+        budget,
+        prof.skipped.len() - budget,
+        output.display()
+    );
+}
+
+/// What the run measured, in two lines.
+fn summarize(prof: &Profile, wall_s: f64, output: &std::path::Path) {
+    let n: u64 = prof.entries.iter().map(|e| e.n).sum();
+    let inv: u64 = prof.entries.iter().map(|e| e.n_invalid).sum();
+    let pre: u64 = prof.entries.iter().map(|e| e.n_preempted).sum();
+    let kept: f64 = prof.entries.iter().filter_map(|e| e.sum_s).sum();
+    eprintln!(
+        "mpiover-calibrate: {} entries ({} samples kept, {} dropped, {} of them preempted), \
+         {} skipped, {:.1} s -> {}",
+        prof.entries.len(),
+        n,
+        inv,
+        pre,
+        prof.skipped.len(),
+        wall_s,
+        output.display()
+    );
+    let (windows, per_window) = prof
+        .runs
+        .last()
+        .map_or((0, 0.0), |r| (r.kept_windows, r.kept_window_s));
+    eprintln!(
+        "mpiover-calibrate: kept call time {kept:.6} s (sum of the kept samples), \
+         {per_window:.6} s in {windows} kept windows (longest rank per window)"
+    );
+}

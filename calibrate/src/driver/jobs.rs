@@ -1,0 +1,266 @@
+//! Steps 2-4: the eager limits, the job queue, and the job loop.
+
+use std::collections::{HashMap, HashSet};
+
+use mpiover_common::profile::{ClockSync, Key, MpiTValue, Protocol, Skipped};
+
+use super::command::Command;
+use super::{Driver, Fail};
+use crate::args::SyncArg;
+use crate::clock;
+use crate::grid::{self, Job, Pair};
+use crate::measure::{self, Settings, Sync};
+use crate::mpi;
+use crate::output::make_entry;
+use crate::pattern::Kind;
+use crate::plan::{keys_of, same_host_of, PACE_FLOOR_S};
+use crate::progress::Progress;
+use crate::protocol;
+
+impl Driver<'_> {
+    /// The profile keys of `job` this run measures.
+    pub(super) fn keys(&self, job: &Job) -> Vec<Key> {
+        let kind = self.plan.kinds.iter().position(|&x| x == job.kind);
+        let sel = kind.map_or(&[][..], |k| &self.plan.selected[k][..]);
+        keys_of(job, sel, same_host_of(job, self.topo.hosts_in(job.ranks)))
+    }
+
+    /// The entries of `job`'s pattern this run measures.
+    fn selected(&self, job: &Job) -> Vec<bool> {
+        self.plan
+            .kinds
+            .iter()
+            .position(|&x| x == job.kind)
+            .map_or_else(Vec::new, |k| self.plan.selected[k].clone())
+    }
+
+    /// The eager limit of each pair kind, when blocking sends are measured
+    /// (their wait state depends on it).
+    pub(super) fn measure_protocol(&mut self) {
+        if !self.plan.kinds.contains(&Kind::Send) {
+            return;
+        }
+        let mut p = Protocol {
+            searched_up_to: self.plan.max_bytes.clamp(1, i32::MAX as u64),
+            method: format!(
+                "blocking MPI_Send to a receiver {:.0} ms late, {} probes per size, sizes doubled \
+                 from 1 byte then bisected: the largest size whose send returned within half the \
+                 delay",
+                protocol::DELAY_S * 1e3,
+                protocol::REPS
+            ),
+            ..Default::default()
+        };
+        for (pair, comm) in &self.topo.pair_comms {
+            if let Some(comm) = comm {
+                let (limit, _) = protocol::eager_limit(*comm, self.plan.max_bytes);
+                match pair {
+                    Pair::SameHost => p.eager_limit_same_host = Some(limit),
+                    Pair::CrossHost => p.eager_limit_cross_host = Some(limit),
+                }
+            }
+        }
+        p.mpi_t = mpiover_mpisys::mpit::eager_limit().map(|(cvar, bytes)| MpiTValue {
+            cvar: cvar.to_string(),
+            bytes,
+        });
+        self.protocol = Some(p);
+    }
+
+    /// Rank 0: the jobs still to measure (a resumed run's first missing job
+    /// last: it may be the one that killed the run), the progress bar, and
+    /// the profile as it starts.
+    pub(super) fn prepare_queue(&mut self) -> Result<(), Fail> {
+        let Some(mut prof) = self.profile.take() else {
+            return Ok(());
+        };
+        if self.protocol.is_some() {
+            prof.protocol = self.protocol.take();
+        }
+        let done: HashSet<Key> = prof.entries.iter().map(|e| e.key()).collect();
+        let all = grid::order(&self.jobs, self.seed);
+        let total = all.len();
+        let mut queue: Vec<usize> = all
+            .into_iter()
+            .filter(|&id| !self.keys(&self.jobs[id]).iter().all(|k| done.contains(k)))
+            .collect();
+        if self.a.resume && !prof.entries.is_empty() && !queue.is_empty() {
+            let first = queue.remove(0);
+            queue.push(first);
+        }
+        prof.skipped.clear();
+        self.run_id = prof.runs.last().map(|r| r.id.clone()).unwrap_or_default();
+        self.prev_wall = prof.runs.last().map_or(0.0, |r| r.wall_s);
+        let mut pr = Progress::new(total, self.a.quiet);
+        pr.update(total - queue.len(), "starting");
+        self.progress = Some((pr, total - queue.len()));
+        let a = self.a;
+        prof.method.clock_sync = (a.sync == SyncArg::Window).then(|| ClockSync {
+            method: "Jones-Koenig style: ping-pong offsets against rank 0 (the fastest of each fit \
+                     point's exchanges), Theil-Sen line through the fit points, slope kept when \
+                     significant (> 3 standard errors); fit points at the start, before every entry \
+                     and every resync_interval_s"
+                .into(),
+            fitpoints: a.sync_fitpoints,
+            exchanges: a.sync_exchanges,
+            resync_interval_s: a.resync_interval,
+            ranks: Vec::new(),
+        });
+        self.queue = queue;
+        let saved = prof.save_atomic(&a.output);
+        self.profile = Some(prof);
+        saved.map_err(|e| Fail(e.to_string()))
+    }
+
+    /// Rank 0's next command.
+    fn next_command(&mut self, last_sync: f64, deadline: f64) -> Command {
+        let now = clock::raw_now();
+        let more = self.qpos < self.queue.len();
+        if self.a.sync == SyncArg::Window && now - last_sync > self.a.resync_interval && more {
+            Command::Resync
+        } else if more && now < deadline {
+            self.qpos += 1;
+            Command::Job(self.queue[self.qpos - 1])
+        } else {
+            Command::Done
+        }
+    }
+
+    /// The job loop: rank 0 commands, every rank follows.
+    pub(super) fn run_jobs(&mut self) -> Result<(), Fail> {
+        // The budget is the whole run's, over all its --resume segments: what
+        // earlier segments spent (their recorded wall time) is already gone.
+        let deadline = self
+            .plan
+            .time_budget
+            .map_or(f64::INFINITY, |b| self.t_start + b - self.prev_wall);
+        let mut last_sync = clock::raw_now();
+        // Learned window slack per communicator size: the noise a window must
+        // absorb depends on how many ranks share the cores (a 4-rank job on 2
+        // cores needs milliseconds, a pair microseconds), so one size's growth
+        // must not lengthen every other size's windows.
+        let mut window_slack: HashMap<u32, f64> = HashMap::new();
+        loop {
+            let mut cmd = [0u8; 9];
+            if self.me == 0 {
+                cmd = self.next_command(last_sync, deadline).to_bytes();
+            }
+            mpi::bcast_bytes_sleepy(&mut cmd, 0, self.world);
+            let id = match Command::from_bytes(cmd) {
+                Command::Resync => {
+                    clock::sync_round(&mut self.clock, self.world, self.a.sync_exchanges);
+                    last_sync = clock::raw_now();
+                    continue;
+                }
+                Command::Done => break,
+                Command::Job(id) => id,
+            };
+            let Some(job) = self.jobs.get(id).cloned() else {
+                continue;
+            };
+            let Some(comm) = self.topo.comm_for(&job) else {
+                continue;
+            };
+            if let Some((pr, done)) = self.progress.as_mut() {
+                pr.update(*done, &job.label());
+            }
+            let settings = self.job_settings(&job, &window_slack);
+            let sel = self.selected(&job);
+            let outcome = measure::run_job(
+                job.kind,
+                job.p,
+                job.bytes,
+                comm,
+                &mut self.clock,
+                &settings,
+                &sel,
+                deadline,
+            );
+            if let Some(out) = &outcome {
+                // Learn how much longer than the warm-up estimate windows have
+                // to be on this machine now: follow the growth jobs needed,
+                // and decay when a job needed none.
+                let slack = window_slack.entry(job.ranks).or_insert(0.0);
+                if out.growths > 0 {
+                    let needed = (out.window_s - out.window_base_s).max(0.0);
+                    *slack = (0.5 * *slack + 0.5 * needed).min(0.1);
+                } else if out.windows_invalid * 20 < out.windows {
+                    *slack *= 0.8;
+                }
+            }
+            if let Some(out) = outcome {
+                self.record(&job, &sel, &out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The settings of one job: its share of the paced time, whether its
+    /// ranks spin or yield while they wait for a window.
+    fn job_settings(&self, job: &Job, window_slack: &HashMap<u32, f64>) -> Settings {
+        // Pacing (rank 0 alone decides when an entry ends): this job's share
+        // of the time left, over the jobs left including this one.
+        let entry_budget_s = match self.plan.pace {
+            Some(pace) if self.me == 0 => {
+                let spent = self.prev_wall + (clock::raw_now() - self.t_start);
+                let left = (self.queue.len() - self.qpos + 1) as f64;
+                let top = self.plan.entry_budget.max(PACE_FLOOR_S);
+                ((pace - spent) / left).clamp(PACE_FLOOR_S, top)
+            }
+            _ => self.plan.entry_budget,
+        };
+        // Spin while waiting for a window start unless the job's ranks on
+        // this host outnumber its CPUs (then yield; ranks outside the job
+        // sleep).
+        let cpus = self.topo.layout.host_cpus;
+        Settings {
+            entry_budget_s,
+            yield_wait: cpus > 0 && self.topo.local_members(job, self.me) > cpus,
+            window_slack_s: window_slack.get(&job.ranks).copied().unwrap_or(0.0),
+            ..self.settings.clone()
+        }
+    }
+
+    /// Rank 0: the entries of a measured job into the profile, saved.
+    fn record(&mut self, job: &Job, sel: &[bool], out: &measure::Outcome) -> Result<(), Fail> {
+        let hosts = self.topo.hosts_of(job);
+        let same_host = same_host_of(job, hosts);
+        let windowed = self.settings.sync == Sync::Window;
+        let wall = self.prev_wall + (clock::raw_now() - self.t_start);
+        let Some(prof) = self.profile.as_mut() else {
+            return Ok(());
+        };
+        for (e, def) in job.kind.entries().iter().enumerate() {
+            if !sel.get(e).copied().unwrap_or(false) {
+                continue;
+            }
+            let key = Key {
+                function: def.function.into(),
+                p: job.p,
+                bytes: job.bytes,
+                role: def.role.map(String::from),
+                same_host,
+            };
+            match make_entry(&key, out, e, hosts, &self.stats, &self.run_id, windowed) {
+                Some(entry) => prof.push_entry(entry),
+                None => prof.skipped.push(Skipped {
+                    function: key.function.clone(),
+                    p: key.p,
+                    bytes: key.bytes,
+                    reason: format!("no valid sample ({}; {} dropped)", out.stop, out.invalid[e]),
+                }),
+            }
+        }
+        if let Some(r) = prof.runs.last_mut() {
+            r.wall_s = wall;
+            r.kept_windows += out.kept_windows;
+            r.kept_window_s += out.kept_window_s;
+        }
+        prof.save_atomic(&self.a.output)
+            .map_err(|e| Fail(e.to_string()))?;
+        if let Some((_, done)) = self.progress.as_mut() {
+            *done += 1;
+        }
+        Ok(())
+    }
+}
