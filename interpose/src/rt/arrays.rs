@@ -1,0 +1,188 @@
+//! Request and status arrays of multi-request calls, and the Fortran forms
+//! of requests, statuses and indices.
+
+use mpiover_mpisys::consts;
+use mpiover_mpisys::*;
+
+use super::*;
+
+impl Guard {
+    /// Copies `n` request handles (they become `MPI_REQUEST_NULL` as they
+    /// complete).
+    ///
+    /// # Safety
+    /// `reqs` is null or points to at least `n` requests.
+    pub unsafe fn snap(&mut self, n: i32, reqs: *const MPI_Request) {
+        let ts = self.ts();
+        ts.snap.clear();
+        if reqs.is_null() || n <= 0 {
+            return;
+        }
+        ts.snap.reserve(n as usize);
+        for i in 0..n as usize {
+            ts.snap.push((*reqs.add(i)).bits());
+        }
+    }
+
+    /// `n` Fortran request handles, as C bits.
+    ///
+    /// # Safety
+    /// `reqs` is null or points to at least `n` Fortran requests.
+    pub unsafe fn snap_f(&mut self, n: i32, reqs: *const crate::fort::Fint) {
+        let ts = self.ts();
+        ts.snap.clear();
+        if reqs.is_null() || n <= 0 {
+            return;
+        }
+        ts.snap.reserve(n as usize);
+        for i in 0..n as usize {
+            ts.snap.push(crate::fort::req_bits(reqs.add(i)));
+        }
+    }
+
+    /// Fortran statuses for `n` requests: the caller's, or the tool's own
+    /// when the caller passed `MPI_STATUSES_IGNORE`.
+    pub fn fstatuses(&mut self, n: i32, st: *mut crate::fort::Fint) -> *mut crate::fort::Fint {
+        if !crate::fort::is_statuses_ignore(st) {
+            return st;
+        }
+        let ts = self.ts();
+        let len = n.max(1) as usize * crate::fort::STATUS_INTS;
+        if ts.fstatuses.len() < len {
+            ts.fstatuses.resize(len, 0);
+        }
+        ts.fstatuses.as_mut_ptr()
+    }
+
+    /// The first `n` Fortran statuses as C statuses.
+    ///
+    /// # Safety
+    /// `st` points to at least `n` Fortran statuses.
+    pub unsafe fn fstatuses_c(&mut self, n: i32, st: *const crate::fort::Fint) -> *mut MPI_Status {
+        let ts = self.ts();
+        let n = n.max(1) as usize;
+        if ts.statuses.len() < n {
+            // SAFETY: MPI_Status is plain old data.
+            ts.statuses.resize(n, std::mem::zeroed());
+        }
+        if !st.is_null() {
+            for i in 0..n {
+                PMPI_Status_f2c(
+                    st.add(i * crate::fort::STATUS_INTS),
+                    ts.statuses.as_mut_ptr().add(i),
+                );
+            }
+        }
+        ts.statuses.as_mut_ptr()
+    }
+
+    /// A completed request's Fortran index (from 1) as a C index (from 0).
+    /// MPICH 4.0's `use mpi_f08` returns indices from 0 (pmodels/mpich#6270),
+    /// so the index is checked against the request that became
+    /// `MPI_REQUEST_NULL`: `v - 1` if that one did, else `v` if that one did,
+    /// else `v - 1` (a persistent request stays).
+    ///
+    /// # Safety
+    /// `ix` is null or points to an index; `reqs` to the snapped requests.
+    pub unsafe fn findex(
+        &mut self,
+        ix: *const crate::fort::Fint,
+        reqs: *const crate::fort::Fint,
+    ) -> core::ffi::c_int {
+        let v = crate::fort::int(ix);
+        if v == consts::undefined() {
+            return v;
+        }
+        let snap = &self.ts().snap;
+        let freed = |k: i32| {
+            k >= 0
+                && (k as usize) < snap.len()
+                && snap[k as usize] != 0
+                && !reqs.is_null()
+                && crate::fort::req_bits(reqs.add(k as usize)) == 0
+        };
+        if freed(v - 1) {
+            v - 1
+        } else if freed(v) {
+            v
+        } else if v >= 1 {
+            v - 1
+        } else {
+            consts::undefined()
+        }
+    }
+
+    /// `n` Fortran indices (from 1) as C indices (from 0), see `findex`.
+    ///
+    /// # Safety
+    /// `ix` is null or points to at least `n` indices; `reqs` to the
+    /// snapped requests.
+    pub unsafe fn findices(
+        &mut self,
+        ix: *const crate::fort::Fint,
+        n: i32,
+        reqs: *const crate::fort::Fint,
+    ) -> *mut core::ffi::c_int {
+        // Fill the thread's reusable buffer directly (taken out while
+        // `findex` borrows self): no allocation per call once it has grown.
+        let mut buf = core::mem::take(&mut self.ts().findices);
+        buf.clear();
+        if !ix.is_null() && n > 0 && n != consts::undefined() {
+            for i in 0..n as usize {
+                buf.push(self.findex(ix.add(i), reqs));
+            }
+        }
+        if buf.is_empty() {
+            buf.push(0);
+        }
+        let ts = self.ts();
+        ts.findices = buf;
+        ts.findices.as_mut_ptr()
+    }
+
+    /// `wbytes` with Fortran datatypes.
+    ///
+    /// # Safety
+    /// Both arrays are null or hold at least `n` elements.
+    pub unsafe fn wbytes_f<T: ToCount>(
+        &mut self,
+        counts: *const T,
+        types: *const crate::fort::Fint,
+        n: u32,
+    ) -> u64 {
+        if counts.is_null() || types.is_null() {
+            return 0;
+        }
+        let mut s = 0u64;
+        for i in 0..n as usize {
+            let c = (*counts.add(i)).cnt();
+            if c > 0 {
+                s = s.saturating_add(self.bytes(c, crate::fort::datatype(types.add(i))));
+            }
+        }
+        s
+    }
+
+    #[inline]
+    pub fn snapped(&mut self, i: i32) -> usize {
+        if i < 0 {
+            return 0;
+        }
+        self.ts().snap.get(i as usize).copied().unwrap_or(0)
+    }
+
+    /// Statuses for `n` requests: the caller's, or the tool's own when the
+    /// caller passed `MPI_STATUSES_IGNORE`.
+    pub fn statuses(&mut self, n: i32, statuses: *mut MPI_Status) -> *mut MPI_Status {
+        if statuses != consts::statuses_ignore() && !statuses.is_null() {
+            return statuses;
+        }
+        let ts = self.ts();
+        let n = n.max(1) as usize;
+        if ts.statuses.len() < n {
+            // SAFETY: MPI_Status is plain old data.
+            ts.statuses.resize(n, unsafe { std::mem::zeroed() });
+        }
+        ts.statuses.as_mut_ptr()
+    }
+}

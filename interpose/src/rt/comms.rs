@@ -1,0 +1,255 @@
+//! The per-thread communicator cache: size, world ranks, topology, kind.
+
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU32, Ordering::*};
+
+use mpiover_mpisys::consts;
+use mpiover_mpisys::*;
+
+use super::*;
+
+/// What an event needs of its communicator.
+#[derive(Clone, Copy)]
+pub struct CommInfo {
+    /// Local group size (`MPI_Comm_size`).
+    pub size: u32,
+    /// Size of the group peers are ranks of (the remote group of an
+    /// intercommunicator, else `size`).
+    pub rsize: u32,
+    /// This process's rank in the local group.
+    pub rank: i32,
+    pub inter: bool,
+    /// 0: the world, 1: self, 2: other (translate through `slot`).
+    pub(crate) kind: u8,
+    pub(crate) slot: u8,
+}
+
+pub(crate) const COMM_SLOTS: usize = 32;
+
+pub(crate) struct CommEntry {
+    pub(crate) handle: usize,
+    pub(crate) info: CommInfo,
+    pub(crate) world: Box<[i32]>,
+    pub(crate) deg: Option<(u32, u32)>,
+}
+
+pub struct CommCache {
+    pub(crate) epoch: u32,
+    pub(crate) entries: Vec<CommEntry>,
+    pub(crate) next_victim: usize,
+}
+
+pub(crate) static WORLD_INFO_SIZE: AtomicU32 = AtomicU32::new(0);
+
+/// Records the world's geometry and group at init (with the guard held).
+pub fn init_world(rank: i32, size: i32) {
+    WORLD_RANK.store(rank.max(0) as u32, Relaxed);
+    WORLD_SIZE.store(size.max(0) as u32, Relaxed);
+    WORLD_INFO_SIZE.store(size.max(0) as u32, Relaxed);
+    let mut g: MaybeUninit<MPI_Group> = MaybeUninit::uninit();
+    // SAFETY: plain PMPI call with valid out-pointer.
+    unsafe {
+        if PMPI_Comm_group(consts::comm_world(), g.as_mut_ptr()) == 0 {
+            WORLD_GROUP.store(g.assume_init().bits(), Relaxed);
+        }
+    }
+}
+
+#[cfg(mpi_handles_are_pointers)]
+pub(crate) fn world_group() -> MPI_Group {
+    WORLD_GROUP.load(Relaxed) as MPI_Group
+}
+#[cfg(not(mpi_handles_are_pointers))]
+pub(crate) fn world_group() -> MPI_Group {
+    WORLD_GROUP.load(Relaxed) as u32 as i32 as MPI_Group
+}
+
+impl CommCache {
+    pub(crate) fn new() -> CommCache {
+        CommCache {
+            epoch: COMM_EPOCH.load(Relaxed),
+            entries: Vec::new(),
+            next_victim: 0,
+        }
+    }
+
+    pub(crate) fn lookup(&mut self, comm: MPI_Comm) -> CommInfo {
+        let h = comm.bits();
+        if h == consts::comm_world().bits() {
+            let s = WORLD_INFO_SIZE.load(Relaxed);
+            return CommInfo {
+                size: s,
+                rsize: s,
+                rank: WORLD_RANK.load(Relaxed) as i32,
+                inter: false,
+                kind: 0,
+                slot: 0,
+            };
+        }
+        if h == consts::comm_self().bits() {
+            return CommInfo {
+                size: 1,
+                rsize: 1,
+                rank: 0,
+                inter: false,
+                kind: 1,
+                slot: 0,
+            };
+        }
+        let e = COMM_EPOCH.load(Relaxed);
+        if e != self.epoch {
+            self.entries.clear();
+            self.epoch = e;
+        }
+        for (i, c) in self.entries.iter().enumerate() {
+            if c.handle == h {
+                let mut info = c.info;
+                info.slot = i as u8;
+                return info;
+            }
+        }
+        self.insert(comm)
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn insert(&mut self, comm: MPI_Comm) -> CommInfo {
+        let mut info = CommInfo {
+            size: 0,
+            rsize: 0,
+            rank: -1,
+            inter: false,
+            kind: 2,
+            slot: 0,
+        };
+        let mut world: Vec<i32> = Vec::new();
+        // SAFETY: PMPI calls on a communicator the just-successful call used.
+        unsafe {
+            let (mut inter, mut size, mut rank) = (0i32, 0i32, -1i32);
+            PMPI_Comm_test_inter(comm, &mut inter);
+            PMPI_Comm_size(comm, &mut size);
+            PMPI_Comm_rank(comm, &mut rank);
+            info.inter = inter != 0;
+            info.size = size.max(0) as u32;
+            info.rank = rank;
+            let mut rsize = size;
+            let mut group: MaybeUninit<MPI_Group> = MaybeUninit::uninit();
+            let ok = if info.inter {
+                PMPI_Comm_remote_size(comm, &mut rsize);
+                PMPI_Comm_remote_group(comm, group.as_mut_ptr())
+            } else {
+                PMPI_Comm_group(comm, group.as_mut_ptr())
+            };
+            info.rsize = rsize.max(0) as u32;
+            if ok == 0 && rsize > 0 {
+                let mut group = group.assume_init();
+                let ranks: Vec<i32> = (0..rsize).collect();
+                world = vec![NONE_PEER; rsize as usize];
+                if PMPI_Group_translate_ranks(
+                    group,
+                    rsize,
+                    ranks.as_ptr(),
+                    world_group(),
+                    world.as_mut_ptr(),
+                ) != 0
+                {
+                    world.clear();
+                }
+                for w in world.iter_mut() {
+                    if *w < 0 {
+                        *w = NONE_PEER;
+                    }
+                }
+                PMPI_Group_free(&mut group);
+            }
+        }
+        let entry = CommEntry {
+            handle: comm.bits(),
+            info,
+            world: world.into_boxed_slice(),
+            deg: None,
+        };
+        let slot = if self.entries.len() < COMM_SLOTS {
+            self.entries.push(entry);
+            self.entries.len() - 1
+        } else {
+            let v = self.next_victim % COMM_SLOTS;
+            self.next_victim = self.next_victim.wrapping_add(1);
+            if let Some(e) = self.entries.get_mut(v) {
+                *e = entry;
+            }
+            v
+        };
+        info.slot = slot as u8;
+        info
+    }
+
+    #[inline(always)]
+    pub(crate) fn world_rank(&self, info: &CommInfo, r: i32) -> i32 {
+        if r < 0 {
+            return NONE_PEER;
+        }
+        match info.kind {
+            0 => r,
+            1 => WORLD_RANK.load(Relaxed) as i32,
+            _ => self
+                .entries
+                .get(info.slot as usize)
+                .and_then(|e| e.world.get(r as usize).copied())
+                .unwrap_or(NONE_PEER),
+        }
+    }
+
+    /// Translation through what is already cached (no MPI call).
+    pub(crate) fn translate_cached(&self, handle: usize, r: i32) -> i32 {
+        if r < 0 || handle == 0 {
+            return NONE_PEER;
+        }
+        if handle == consts::comm_world().bits() {
+            return r;
+        }
+        if handle == consts::comm_self().bits() {
+            return WORLD_RANK.load(Relaxed) as i32;
+        }
+        if self.epoch != COMM_EPOCH.load(Relaxed) {
+            return NONE_PEER;
+        }
+        self.entries
+            .iter()
+            .find(|e| e.handle == handle)
+            .and_then(|e| e.world.get(r as usize).copied())
+            .unwrap_or(NONE_PEER)
+    }
+
+    pub(crate) fn degrees(&mut self, comm: MPI_Comm, info: &CommInfo) -> (u32, u32) {
+        if info.kind != 2 {
+            return (0, 0);
+        }
+        if let Some(d) = self.entries.get(info.slot as usize).and_then(|e| e.deg) {
+            return d;
+        }
+        let (mut indeg, mut outdeg) = (0i32, 0i32);
+        // SAFETY: PMPI calls on a valid topology communicator.
+        unsafe {
+            let mut topo = 0i32;
+            PMPI_Topo_test(comm, &mut topo);
+            if topo == consts::dist_graph() {
+                let mut weighted = 0;
+                PMPI_Dist_graph_neighbors_count(comm, &mut indeg, &mut outdeg, &mut weighted);
+            } else if topo == consts::graph() {
+                PMPI_Graph_neighbors_count(comm, info.rank, &mut indeg);
+                outdeg = indeg;
+            } else if topo == consts::cart() {
+                let mut nd = 0;
+                PMPI_Cartdim_get(comm, &mut nd);
+                indeg = 2 * nd;
+                outdeg = indeg;
+            }
+        }
+        let d = (indeg.max(0) as u32, outdeg.max(0) as u32);
+        if let Some(e) = self.entries.get_mut(info.slot as usize) {
+            e.deg = Some(d);
+        }
+        d
+    }
+}

@@ -1,0 +1,201 @@
+//! Posts and completions: a post enters the request map, a completion
+//! finds what it completed and merges it into the event.
+
+use mpiover_mpisys::consts;
+use mpiover_mpisys::*;
+
+use super::*;
+
+impl Guard {
+    /// Remembers a request a posting call created. A non-persistent request
+    /// to or from `MPI_PROC_NULL` is not remembered (its handle may be shared
+    /// by all such posts): its handle goes into `null_reqs`, so that its
+    /// completion is ignored.
+    #[inline]
+    pub fn post(
+        &mut self,
+        ev: &Ev,
+        comm: usize,
+        req: usize,
+        persistent: bool,
+        kind: Posted,
+        ra: usize,
+    ) {
+        let (recv, p2p) = (kind == Posted::Recv, kind != Posted::Collective);
+        if req == 0 || req == consts::request_null().bits() {
+            return;
+        }
+        let ts = self.ts();
+        if ev.proc_null && !persistent {
+            if !ts.null_reqs.contains(&req) {
+                // The latest few distinct ones (an MPI that returned fresh
+                // requests for them would reuse those for real posts, which
+                // the map finds first).
+                let k = ts.null_next % NULL_REQS;
+                ts.null_next = k + 1;
+                if let Some(s) = ts.null_reqs.get_mut(k) {
+                    *s = req;
+                }
+            }
+            return;
+        }
+        if ts.null_next != 0 && ts.null_reqs.contains(&req) {
+            // A shared complete request (e.g. `MPI_Imrecv` of
+            // `MPI_MESSAGE_NO_PROC`): not a request of its own.
+            return;
+        }
+        let ra = site_of(ra);
+        // The posting call's own event was recorded just before.
+        let agg = ts.last_event;
+        ts.reqs.insert(ReqInfo {
+            handle: req,
+            comm,
+            ra,
+            init_ra: ra,
+            bytes: ev.sent.max(ev.recvd),
+            p: ev.p,
+            peer: ev.peer,
+            fid: ev.fid,
+            persistent,
+            recv,
+            p2p,
+            agg,
+            active: false,
+            cancel: false,
+            proc_null: ev.proc_null,
+        });
+    }
+
+    /// `MPI_Request_free`: forget the request.
+    pub fn forget(&mut self, req: usize) {
+        let m = &mut self.ts().reqs;
+        if let Some(i) = m.find(req) {
+            m.remove_at(i);
+        }
+    }
+
+    /// `MPI_Cancel`: its completion will check the status's cancelled flag.
+    pub fn cancelling(&mut self, req: usize) {
+        let m = &mut self.ts().reqs;
+        if let Some(i) = m.find(req) {
+            if let Some(s) = m.slots.get_mut(i) {
+                s.cancel = true;
+            }
+        }
+    }
+
+    /// `MPI_Start(all)`: the event gets the persistent request's bytes, peer
+    /// and p, with `completes` = the `*_init` function and `post_site` = its
+    /// site; the request's posting site becomes this call's, and it is active
+    /// until completed. A request to or from `MPI_PROC_NULL` is started but
+    /// not merged into the event.
+    pub fn start(&mut self, ev: &mut Ev, req: usize, ra: usize) {
+        let m = &mut self.ts().reqs;
+        if let Some(i) = m.find(req) {
+            if let Some(s) = m.slots.get_mut(i) {
+                // The event names the *_init call and its site; later
+                // completions name this start as the posting site.
+                let mut init = *s;
+                init.ra = init.init_ra;
+                s.ra = site_of(ra);
+                s.active = true;
+                s.cancel = false;
+                if !init.proc_null {
+                    merge_done(ev, &init, init.bytes, init.peer);
+                }
+            }
+        }
+    }
+
+    /// A completed request: merges what it was into the event and forgets
+    /// it unless persistent. `st` is its status (may be null). Ignored:
+    /// `MPI_REQUEST_NULL`, an inactive persistent request (MPI completes
+    /// both at once with an empty status), a request to or from
+    /// `MPI_PROC_NULL`. A cancelled request moved nothing: 0 bytes, no peer.
+    ///
+    /// # Safety
+    /// `st` is null or points to a status MPI filled.
+    pub unsafe fn complete(&mut self, ev: &mut Ev, req: usize, st: *const MPI_Status) {
+        if req == 0 || req == consts::request_null().bits() {
+            return;
+        }
+        let ts = self.ts();
+        let m = &mut ts.reqs;
+        let Some(i) = m.find(req) else {
+            if ts.null_next != 0 && ts.null_reqs.contains(&req) {
+                return;
+            }
+            ts.unmatched += 1;
+            ev.completes = if ev.n_done == 0 { NONE_FN } else { MIXED_FN };
+            ev.n_done += 1;
+            return;
+        };
+        let Some(s) = m.slots.get_mut(i) else { return };
+        let r = *s;
+        if r.persistent {
+            if !r.active {
+                return;
+            }
+            s.active = false;
+            s.cancel = false;
+        } else {
+            m.remove_at(i);
+        }
+        if r.proc_null {
+            return;
+        }
+        if r.agg != usize::MAX {
+            ts.done.push((r.agg, r.init_ra, r.fid));
+        }
+        let (mut bytes, mut peer) = (r.bytes, r.peer);
+        if r.cancel && !st.is_null() {
+            let mut flag: core::ffi::c_int = 0;
+            if PMPI_Test_cancelled(st, &mut flag) == 0 && flag != 0 {
+                merge_done(ev, &r, 0, NONE_PEER);
+                return;
+            }
+        }
+        if r.recv && !st.is_null() {
+            if let Some(b) = status_bytes(st) {
+                bytes = b;
+            }
+            if peer == NONE_PEER {
+                // Posted with MPI_ANY_SOURCE: the status says who, as a rank
+                // of the posting communicator (translated without calling MPI:
+                // the communicator may be gone by now).
+                peer = ts.comms.translate_cached(r.comm, status_source(st));
+            }
+        }
+        merge_done(ev, &r, bytes, peer);
+    }
+}
+
+pub(crate) fn merge_done(ev: &mut Ev, r: &ReqInfo, bytes: u64, peer: i32) {
+    if ev.n_done == 0 {
+        ev.completes = r.fid;
+        ev.post_ra = r.ra;
+        ev.peer = peer;
+        ev.p = r.p;
+        ev.sent = bytes;
+    } else {
+        if ev.completes != r.fid || ev.post_ra != r.ra {
+            ev.completes = MIXED_FN;
+            ev.post_ra = 0;
+        }
+        if ev.peer != peer {
+            ev.peer = NONE_PEER;
+        }
+        if ev.p != r.p {
+            ev.p = 0;
+        }
+        ev.sent = ev.sent.saturating_add(bytes);
+    }
+    ev.n_done += 1;
+    if r.p2p {
+        if r.recv {
+            ev.n_recv += 1;
+        } else {
+            ev.n_send += 1;
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! What a wrapper asks the guard about its arguments: communicator facts,
+//! world ranks, bytes of a datatype, the role of a rooted call.
+
+use mpiover_mpisys::*;
+
+use super::*;
+
+impl Guard {
+    #[inline(always)]
+    pub(crate) fn ts(&mut self) -> &mut ThreadState {
+        // SAFETY: the state belongs to this thread and is never freed.
+        unsafe { &mut *self.ts.as_ptr() }
+    }
+
+    /// Communicator facts (cached per thread).
+    #[inline(always)]
+    pub fn comm(&mut self, comm: MPI_Comm) -> CommInfo {
+        self.ts().comms.lookup(comm)
+    }
+
+    /// A rank of `comm` (`info`) as a rank of the world; `MPI_PROC_NULL`,
+    /// `MPI_ANY_SOURCE` and invalid ranks give no peer.
+    #[inline(always)]
+    pub fn world_rank(&mut self, info: &CommInfo, r: i32) -> i32 {
+        self.ts().comms.world_rank(info, r)
+    }
+
+    /// (in, out) degrees of a topology communicator.
+    pub fn degrees(&mut self, comm: MPI_Comm, info: &CommInfo) -> (u32, u32) {
+        self.ts().comms.degrees(comm, info)
+    }
+
+    /// `PMPI_Type_size_x`, cached per thread; 0 for count 0 (the datatype
+    /// may then be anything).
+    #[inline(always)]
+    pub fn bytes(&mut self, count: u64, dt: MPI_Datatype) -> u64 {
+        if count == 0 {
+            return 0;
+        }
+        count.saturating_mul(self.ts().types.size(dt))
+    }
+
+    /// Sum of `counts[i] * size(types[i])` for `i < n` (`Alltoallw`).
+    ///
+    /// # Safety
+    /// Both arrays are null or hold at least `n` elements.
+    pub unsafe fn wbytes<T: ToCount>(
+        &mut self,
+        counts: *const T,
+        types: *const MPI_Datatype,
+        n: u32,
+    ) -> u64 {
+        if counts.is_null() || types.is_null() {
+            return 0;
+        }
+        let mut s = 0u64;
+        for i in 0..n as usize {
+            let c = (*counts.add(i)).cnt();
+            if c > 0 {
+                s = s.saturating_add(self.bytes(c, *types.add(i)));
+            }
+        }
+        s
+    }
+
+    /// Role of this rank for a rooted collective.
+    #[inline(always)]
+    pub fn role(&self, info: &CommInfo, root: i32) -> u8 {
+        if info.inter {
+            if root == MPI_ROOT {
+                ROLE_ROOT
+            } else {
+                ROLE_NONROOT
+            }
+        } else if root == info.rank {
+            ROLE_ROOT
+        } else {
+            ROLE_NONROOT
+        }
+    }
+}

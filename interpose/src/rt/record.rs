@@ -1,0 +1,63 @@
+//! Recording a call: a plain call's time, an event under its key.
+
+use std::sync::atomic::Ordering::*;
+
+use super::*;
+
+impl Guard {
+    /// Records a plain (non-event) call.
+    #[inline(always)]
+    pub fn plain(&mut self, fid: u16, dt: u64) {
+        if let Some(f) = self.ts().funcs.get_mut(fid as usize) {
+            f[0] += 1;
+            f[1] = f[1].wrapping_add(dt);
+        }
+    }
+
+    /// Records an event under its key.
+    #[inline(always)]
+    pub fn event(&mut self, ra: usize, ev: &Ev, dt: u64) {
+        let ra = site_of(ra);
+        let ts = self.ts();
+        ts.updating.store(true, Relaxed);
+        if let Some(f) = ts.funcs.get_mut(ev.call_fid as usize) {
+            f[0] += 1;
+            f[1] = f[1].wrapping_add(dt);
+        }
+        let (completes, post_ra) = match ev.completes {
+            MIXED_FN => (NONE_FN, 0),
+            c => (c, ev.post_ra),
+        };
+        let sat = |n: u32| n.min(u16::MAX as u32) as u16;
+        let key = Key {
+            ra,
+            post_ra,
+            bytes: ev.sent.max(ev.recvd),
+            p: ev.p,
+            peer: ev.peer,
+            fid: ev.fid,
+            completes,
+            role: ev.role,
+            nreq: sat(ev.n_done),
+            nrecv: sat(ev.n_recv),
+            nsend: sat(ev.n_send),
+        };
+        let idx = ts.table.add(&key, dt);
+        ts.last_event = idx;
+        if !ts.done.is_empty() {
+            // The posting keys of what this completion completed learn
+            // where they were completed.
+            let entries = &mut ts.table.entries;
+            for (i, post_ra, fid) in ts.done.drain(..) {
+                if let Some(e) = entries.get_mut(i) {
+                    if e.key.ra == post_ra && e.key.fid == fid {
+                        e.done_ra = ra;
+                    }
+                }
+            }
+        }
+        ts.updating.store(false, Relaxed);
+    }
+
+    // ---- requests ----------------------------------------------------------
+}

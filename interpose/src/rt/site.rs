@@ -1,0 +1,74 @@
+//! Call-site capture: the return address of the wrapped call, or the first
+//! frame outside an MPI library's Fortran bindings.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+
+use super::*;
+
+/// Address ranges of an MPI library's Fortran bindings that call the C
+/// `MPI_*` functions (MPICH's libmpichfort): a C wrapper called from there
+/// serves a Fortran call, whose site is the first frame outside them.
+pub(crate) const MAX_BINDINGS: usize = 4;
+pub(crate) static BINDINGS: [(AtomicUsize, AtomicUsize); MAX_BINDINGS] =
+    [const { (AtomicUsize::new(0), AtomicUsize::new(0)) }; MAX_BINDINGS];
+pub(crate) static ANY_BINDING: AtomicBool = AtomicBool::new(false);
+
+/// Registers a Fortran binding library's address range (at init).
+pub fn add_binding(lo: usize, hi: usize) {
+    for (l, h) in &BINDINGS {
+        if l.load(Relaxed) == 0 {
+            l.store(lo, Relaxed);
+            h.store(hi, Relaxed);
+            ANY_BINDING.store(true, Relaxed);
+            return;
+        }
+    }
+}
+
+#[inline(always)]
+pub(crate) fn in_binding(ip: usize) -> bool {
+    if !ANY_BINDING.load(Relaxed) {
+        return false;
+    }
+    BINDINGS
+        .iter()
+        .any(|(l, h)| ip >= l.load(Relaxed) && ip < h.load(Relaxed))
+}
+
+/// The call site for a return address `ra` of a wrapper: `ra` itself at
+/// depth 1 unless it lies in a Fortran binding library, else found by
+/// unwinding.
+#[inline(always)]
+pub fn site_of(ra: usize) -> usize {
+    let depth = DEPTH.load(Relaxed);
+    if depth <= 1 && !in_binding(ra) {
+        ra
+    } else {
+        unwound_site(depth)
+    }
+}
+
+/// The `n`-th frame outside libmpiover and the Fortran binding libraries
+/// (1 = the direct caller of MPI).
+#[inline(never)]
+pub fn unwound_site(n: u32) -> usize {
+    let (lo, hi) = (SELF_LO.load(Relaxed), SELF_HI.load(Relaxed));
+    let mut seen = 0u32;
+    let mut found = 0usize;
+    // SAFETY: unwinding our own stack; the callback neither panics nor allocates.
+    unsafe {
+        backtrace::trace_unsynchronized(|frame| {
+            let ip = frame.ip() as usize;
+            if (ip >= lo && ip < hi) || in_binding(ip) {
+                return true;
+            }
+            seen += 1;
+            if seen >= n {
+                found = ip;
+                return false;
+            }
+            true
+        });
+    }
+    found
+}

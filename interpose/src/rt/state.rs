@@ -1,0 +1,124 @@
+//! Process-wide state: the enable state the hooks test on every call, the
+//! epochs that invalidate per-thread caches, the settings read at start-up,
+//! and the small helpers the generated wrappers share (handles, counts).
+
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering::*};
+
+use mpiover_mpisys::consts;
+
+use crate::names::NFUNCS;
+
+use super::*;
+
+/// Recording on (bit 0); bits 8.. count `MPI_Pcontrol(2)` resets.
+pub static STATE: AtomicU32 = AtomicU32::new(0);
+pub const ENABLED: u32 = 1;
+pub const RESET_STEP: u32 = 1 << 8;
+/// Bumped by `MPI_Comm_free`/`MPI_Comm_disconnect` (per-thread caches clear).
+pub static COMM_EPOCH: AtomicU32 = AtomicU32::new(0);
+/// Bumped by `MPI_Type_free`.
+pub static TYPE_EPOCH: AtomicU32 = AtomicU32::new(0);
+/// `MPIOVER_DEPTH`.
+pub static DEPTH: AtomicU32 = AtomicU32::new(1);
+/// `MPIOVER_MAX_KEYS`.
+pub static MAX_KEYS: AtomicU32 = AtomicU32::new(4096);
+/// Address range of libmpiover itself (frames skipped for depth > 1).
+pub static SELF_LO: AtomicUsize = AtomicUsize::new(0);
+pub static SELF_HI: AtomicUsize = AtomicUsize::new(0);
+/// This process's rank in `MPI_COMM_WORLD` and the world size (set at init).
+pub static WORLD_RANK: AtomicU32 = AtomicU32::new(0);
+pub static WORLD_SIZE: AtomicU32 = AtomicU32::new(0);
+/// `MPI_Group` of the world, as bits (Open MPI: a pointer; MPICH: an int).
+pub(crate) static WORLD_GROUP: AtomicUsize = AtomicUsize::new(0);
+/// Every thread's state, a lock-free list (pushed once per thread, never
+/// removed: a thread's data outlives it and is written at the end).
+pub(crate) static THREADS: AtomicPtr<ThreadState> = AtomicPtr::new(null_mut());
+
+pub const NONE_PEER: i32 = i32::MIN;
+pub const NONE_FN: u16 = u16::MAX;
+pub const MIXED_FN: u16 = u16::MAX - 1;
+/// Function id of the fold-everything entry.
+pub const FID_OTHER: u16 = NFUNCS as u16;
+pub const ROLE_NONE: u8 = 0;
+pub const ROLE_ROOT: u8 = 1;
+pub const ROLE_NONROOT: u8 = 2;
+
+/// Handles as bits, whatever the MPI's handle representation.
+pub trait Handle: Copy {
+    fn bits(self) -> usize;
+}
+impl<T> Handle for *mut T {
+    #[inline(always)]
+    fn bits(self) -> usize {
+        self as usize
+    }
+}
+impl Handle for i32 {
+    #[inline(always)]
+    fn bits(self) -> usize {
+        self as u32 as usize
+    }
+}
+
+/// Counts of either C type (`int`, `MPI_Count`), negative read as 0.
+pub trait ToCount: Copy {
+    fn cnt(self) -> u64;
+}
+impl ToCount for i32 {
+    #[inline(always)]
+    fn cnt(self) -> u64 {
+        self.max(0) as u64
+    }
+}
+impl ToCount for i64 {
+    #[inline(always)]
+    fn cnt(self) -> u64 {
+        self.max(0) as u64
+    }
+}
+
+#[inline(always)]
+pub fn cnt<T: ToCount>(c: T) -> u64 {
+    c.cnt()
+}
+
+#[inline(always)]
+pub fn in_place(buf: *const core::ffi::c_void) -> bool {
+    std::ptr::eq(buf, consts::in_place() as *const core::ffi::c_void)
+}
+
+/// The wrapper's return address, through the frame pointer.
+/// Must be expanded inside the `extern "C"` wrapper itself, after its PMPI
+/// call (the frame is certainly set up there).
+#[cfg(all(target_arch = "x86_64", mpiover_fp))]
+#[macro_export]
+macro_rules! caller {
+    () => {{
+        let fp: usize;
+        // SAFETY: with frame pointers forced (build.rs checks), rbp points at
+        // the saved rbp of this frame and the return address sits above it.
+        unsafe {
+            core::arch::asm!("mov {}, rbp", out(reg) fp, options(nomem, nostack, preserves_flags));
+            *(fp as *const usize).add(1)
+        }
+    }};
+}
+
+/// Without frame pointers the first frame outside libmpiover is found by
+/// unwinding (slow, but never wrong).
+#[cfg(not(all(target_arch = "x86_64", mpiover_fp)))]
+#[macro_export]
+macro_rules! caller {
+    () => {
+        $crate::rt::unwound_site(1)
+    };
+}
+
+/// Communicator / datatype freed: per-thread caches must forget handles.
+pub fn comm_freed() {
+    COMM_EPOCH.fetch_add(1, Relaxed);
+}
+pub fn type_freed() {
+    TYPE_EPOCH.fetch_add(1, Relaxed);
+}

@@ -1,0 +1,138 @@
+//! Tests of the aggregation, caches and request map without MPI.
+
+use super::*;
+use mpiover_common::histogram::Histogram;
+
+fn key(ra: usize, bytes: u64) -> Key {
+    Key {
+        ra,
+        post_ra: 0,
+        bytes,
+        p: 2,
+        peer: 1,
+        fid: 3,
+        completes: NONE_FN,
+        role: ROLE_NONE,
+        nreq: 0,
+        nrecv: 0,
+        nsend: 0,
+    }
+}
+
+#[test]
+fn table_aggregates_and_folds_past_the_cap() {
+    let mut t = Table::new(4);
+    for i in 0..100u64 {
+        t.add(&key(0x1000 + (i % 6) as usize, 8), 100 + i);
+    }
+    // 4 keys fit; the other 2 fold.
+    assert_eq!(t.entries.len(), 5);
+    let other = t
+        .entries
+        .iter()
+        .find(|e| e.key.fid == FID_OTHER)
+        .expect("fold entry");
+    assert_eq!(other.count, t.folded_calls);
+    assert_eq!(t.folded_calls, 100 - 4 * 17);
+    assert_eq!(t.folded_keys(), 2);
+    let total: u64 = t.entries.iter().map(|e| e.count).sum();
+    assert_eq!(total, 100);
+    let e = &t.entries[0];
+    assert_eq!((e.min, e.max, e.count), (100, 196, 17));
+}
+
+#[test]
+fn dense_histogram_matches_the_sparse_one() {
+    let mut t = Table::new(8);
+    let mut h = Histogram::default();
+    let mut x = 12345u64;
+    for _ in 0..5000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let v = x % 1_000_000 + (x >> 60);
+        t.add(&key(1, 1), v);
+        h.record(v);
+    }
+    let a = &t.entries[0];
+    let buckets: Vec<_> = a
+        .hist
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b[0] > 0)
+        .map(|(i, b)| mpiover_common::histogram::Bucket(a.hist_lo + i as u32, b[0], b[1]))
+        .collect();
+    assert_eq!(buckets, h.buckets);
+}
+
+#[test]
+fn request_map_insert_find_remove() {
+    let mut m = ReqMap::new();
+    let r = |h| ReqInfo {
+        handle: h,
+        ra: h * 2,
+        init_ra: h * 2,
+        ..ReqInfo::EMPTY
+    };
+    // Colliding and wrapping probe chains.
+    let hs: Vec<usize> = (1..3000).map(|i| i * 4096 + 8).collect();
+    for &h in &hs {
+        m.insert(r(h));
+    }
+    for (n, &h) in hs.iter().enumerate() {
+        if n % 3 == 0 {
+            let i = m.find(h).expect("present");
+            m.remove_at(i);
+        }
+    }
+    for (n, &h) in hs.iter().enumerate() {
+        let f = m.find(h);
+        assert_eq!(f.is_some(), n % 3 != 0, "handle {h}");
+        if let Some(i) = f {
+            assert_eq!(m.slots[i].ra, h * 2);
+        }
+    }
+    assert_eq!(m.len, hs.len() - hs.len().div_ceil(3));
+}
+
+/// Regression: Open MPI returns one shared, already complete request for
+/// small eager `MPI_Isend`s; a halo exchange posting several of them
+/// before one `MPI_Waitall` had all but the last forgotten, and their
+/// completions counted as unmatched.
+#[test]
+fn a_shared_request_handle_is_kept_once_per_post() {
+    let mut m = ReqMap::new();
+    let shared = 0x7000_1000;
+    for peer in 0..5 {
+        m.insert(ReqInfo {
+            handle: shared,
+            peer,
+            ..ReqInfo::EMPTY
+        });
+    }
+    m.insert(ReqInfo {
+        handle: 0x9000,
+        ..ReqInfo::EMPTY
+    });
+    let mut peers = Vec::new();
+    for _ in 0..5 {
+        let i = m.find(shared).expect("one slot per post");
+        peers.push(m.slots[i].peer);
+        m.remove_at(i);
+    }
+    peers.sort_unstable();
+    assert_eq!(peers, vec![0, 1, 2, 3, 4]);
+    assert!(m.find(shared).is_none());
+    assert!(m.find(0x9000).is_some());
+    // A persistent request re-posted under the same handle replaces it.
+    let p = ReqInfo {
+        handle: 0xa000,
+        persistent: true,
+        ..ReqInfo::EMPTY
+    };
+    m.insert(p);
+    m.insert(ReqInfo { peer: 7, ..p });
+    let i = m.find(0xa000).expect("present");
+    m.remove_at(i);
+    assert!(m.find(0xa000).is_none());
+}

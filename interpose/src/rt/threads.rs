@@ -1,0 +1,121 @@
+//! Per-thread state and the registry the writer walks at the end.
+
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, Ordering::*};
+
+use mpiover_mpisys::*;
+
+use crate::names::NFUNCS;
+
+use super::*;
+
+pub struct ThreadState {
+    pub(crate) next: *mut ThreadState,
+    /// The `STATE` word this thread last saw (reset epoch).
+    pub(crate) seen: u32,
+    /// Set while the thread updates its aggregates (the writer waits a little).
+    pub updating: AtomicBool,
+    /// Calls and time per function id.
+    pub funcs: Box<[[u64; 2]]>,
+    pub table: Table,
+    pub(crate) comms: CommCache,
+    pub(crate) types: TypeCache,
+    pub(crate) reqs: ReqMap,
+    /// Handles of posts to or from `MPI_PROC_NULL` (see `NULL_REQS`).
+    pub(crate) null_reqs: [usize; NULL_REQS],
+    /// Where the next one goes (round robin); 0 while there is none.
+    pub(crate) null_next: usize,
+    /// Completions of requests that were in neither (posted on another
+    /// thread, while recording was off, by an unwrapped call such as
+    /// `MPI_File_iwrite`, or dropped from a full map).
+    pub unmatched: u64,
+    pub(crate) snap: Vec<usize>,
+    /// Entry index of the latest event (`usize::MAX`: folded), for `post`.
+    pub(crate) last_event: usize,
+    /// Posting entries (index, site, function) of the requests the current
+    /// completion call completed; drained by its `event`. Bounded by the
+    /// largest request count of one call.
+    pub(crate) done: Vec<(usize, usize, u16)>,
+    pub(crate) statuses: Vec<MPI_Status>,
+    /// Fortran statuses for calls whose caller passed `MPI_STATUSES_IGNORE`,
+    /// and completed indices converted to C's (from 0).
+    pub(crate) fstatuses: Vec<crate::fort::Fint>,
+    pub(crate) findices: Vec<core::ffi::c_int>,
+}
+
+impl ThreadState {
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn create() -> *mut ThreadState {
+        let ts = Box::new(ThreadState {
+            next: null_mut(),
+            seen: STATE.load(Relaxed),
+            updating: AtomicBool::new(false),
+            funcs: vec![[0u64; 2]; NFUNCS + 1].into_boxed_slice(),
+            table: Table::new(MAX_KEYS.load(Relaxed) as usize),
+            comms: CommCache::new(),
+            types: TypeCache::new(),
+            reqs: ReqMap::new(),
+            null_reqs: [0; NULL_REQS],
+            null_next: 0,
+            unmatched: 0,
+            snap: Vec::new(),
+            last_event: usize::MAX,
+            done: Vec::new(),
+            statuses: Vec::new(),
+            fstatuses: Vec::new(),
+            findices: Vec::new(),
+        });
+        let p = Box::into_raw(ts);
+        let mut head = THREADS.load(Acquire);
+        loop {
+            // SAFETY: p is ours until published.
+            unsafe { (*p).next = head };
+            match THREADS.compare_exchange_weak(head, p, AcqRel, Acquire) {
+                Ok(_) => break,
+                Err(h) => head = h,
+            }
+        }
+        p
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn sync(&mut self, st: u32) {
+        if st >> 8 != self.seen >> 8 {
+            self.reset();
+        }
+        self.seen = st;
+    }
+
+    /// Forgets everything recorded (`MPI_Pcontrol(2)`, init-time measurement).
+    pub fn reset(&mut self) {
+        self.funcs.iter_mut().for_each(|f| *f = [0, 0]);
+        self.table.clear();
+        self.reqs.dropped = 0;
+        self.unmatched = 0;
+    }
+
+    /// (posts not remembered because the map was full, completions of
+    /// unknown requests).
+    pub fn request_counts(&self) -> (u64, u64) {
+        (self.reqs.dropped, self.unmatched)
+    }
+
+    /// Whether this thread's data belongs to the current reset epoch.
+    pub fn current(&self) -> bool {
+        self.seen >> 8 == STATE.load(Relaxed) >> 8
+    }
+}
+
+/// Every thread state ever created.
+pub fn threads() -> Vec<*mut ThreadState> {
+    let mut v = Vec::new();
+    let mut p = THREADS.load(Acquire);
+    while !p.is_null() {
+        v.push(p);
+        // SAFETY: states are never freed.
+        p = unsafe { (*p).next };
+    }
+    v
+}

@@ -1,0 +1,55 @@
+//! The per-thread datatype size cache.
+
+use std::sync::atomic::Ordering::*;
+
+use mpiover_mpisys::*;
+
+use super::*;
+
+pub(crate) const TYPE_SLOTS: usize = 64;
+
+pub struct TypeCache {
+    pub(crate) epoch: u32,
+    pub(crate) slots: [(usize, u64); TYPE_SLOTS],
+}
+
+impl TypeCache {
+    pub(crate) fn new() -> TypeCache {
+        TypeCache {
+            epoch: TYPE_EPOCH.load(Relaxed),
+            slots: [(0, 0); TYPE_SLOTS],
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn size(&mut self, dt: MPI_Datatype) -> u64 {
+        let h = dt.bits();
+        let e = TYPE_EPOCH.load(Relaxed);
+        if e != self.epoch {
+            self.slots = [(0, 0); TYPE_SLOTS];
+            self.epoch = e;
+        }
+        let i = ((h >> 4) ^ (h >> 10)) & (TYPE_SLOTS - 1);
+        if let Some(s) = self.slots.get(i) {
+            if s.0 == h && h != 0 {
+                return s.1;
+            }
+        }
+        self.miss(dt, i)
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn miss(&mut self, dt: MPI_Datatype, i: usize) -> u64 {
+        let mut sz: MPI_Count = 0;
+        // SAFETY: the datatype is significant for a call that just succeeded.
+        let ok = unsafe { PMPI_Type_size_x(dt, &mut sz) } == 0;
+        let sz = if ok && sz > 0 { sz as u64 } else { 0 };
+        if ok {
+            if let Some(s) = self.slots.get_mut(i) {
+                *s = (dt.bits(), sz);
+            }
+        }
+        sz
+    }
+}
