@@ -13,15 +13,16 @@
 //! - [`write`]: the per-rank record (`mpiover-record/1`), written once.
 //! - [`sites`]: call-site resolution (file:line, module, build-id, offset).
 //!
-//! Environment: `MPIOVER_OUT` (run directory), `MPIOVER_DEPTH` (which caller
-//! is the site, default 1), `MPIOVER_MAX_KEYS` (distinct keys per thread,
-//! default 4096), `MPIOVER_TIMER` (`tsc` or `clock`, default automatic),
-//! `MPIOVER_QUIET=1` (no warnings on stderr), `MPIOVER_PROFILE` (calibrated
-//! profile: online overhead), `MPIOVER_DEBUG` (record-write timings).
+//! - [`opt`]: every `MPIOVER_*` variable, parsed once into one typed struct.
+//!
+//! Environment: see [`opt`] (`MPIOVER_OUT`, `MPIOVER_DEPTH`,
+//! `MPIOVER_MAX_KEYS`, `MPIOVER_TIMER`, `MPIOVER_PROFILE`, `MPIOVER_QUIET`,
+//! `MPIOVER_DEBUG`).
 
 pub mod fort;
 pub mod hooks;
 pub mod init;
+pub mod opt;
 pub mod names {
     //! Function ids (generated).
     #![allow(non_upper_case_globals)]

@@ -138,13 +138,9 @@ fn environment(mpi_library: &str, ranks: u32) -> Environment {
 /// part in two small PMPI collectives when `MPIOVER_PROFILE` is set, and in
 /// none when it is not, on every rank alike).
 pub fn load(rank: u32, ranks: u32, mpi_library: &str, warnings: &mut Vec<String>) {
-    let Some(path) = std::env::var_os("MPIOVER_PROFILE") else {
+    let Some(path) = crate::opt::get().profile.clone() else {
         return;
     };
-    let path = std::path::PathBuf::from(path);
-    if path.as_os_str().is_empty() {
-        return;
-    }
     let shown = path.display().to_string();
     let env = environment(mpi_library, ranks);
     let loaded = Profile::load(&path);

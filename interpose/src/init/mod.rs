@@ -1,0 +1,241 @@
+//! What happens inside `MPI_Init` / `MPI_Init_thread` (after `PMPI_Init*`
+//! succeeded): options, world geometry, timer, run directory (decided by rank
+//! 0 and broadcast with `PMPI_Bcast`), the tool's own cost per call, and the
+//! handlers that write the record at exit or on a fatal signal.
+
+use std::os::raw::c_int;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::OnceLock;
+
+use mpiover_mpisys::consts;
+use mpiover_mpisys::*;
+
+use crate::{rt, timer};
+
+mod about;
+mod cost;
+mod run_dir;
+mod signals;
+
+pub use about::*;
+use cost::*;
+use run_dir::*;
+pub use signals::*;
+
+/// Facts about the run, fixed at init; read when the record is written.
+pub struct RunInfo {
+    pub rank: u32,
+    pub ranks: u32,
+    pub host: String,
+    pub pid: u32,
+    pub mpi_library: String,
+    pub thread_level: String,
+    pub command: Vec<String>,
+    pub start_unix_s: f64,
+    pub start_mono_ns: u64,
+    pub run_id: String,
+    /// None: no records are written (the directory was not writable).
+    pub dir: Option<PathBuf>,
+    pub timer_resolution_s: f64,
+    pub timer_cost_s: f64,
+    pub cost_per_call_s: f64,
+    pub depth: u32,
+    pub max_keys: u32,
+    pub warnings: Vec<String>,
+    /// The eager limit the library states through `MPI_T`, if it does.
+    pub eager_limit: Option<mpiover_common::profile::MpiTValue>,
+}
+
+pub static INFO: OnceLock<RunInfo> = OnceLock::new();
+
+static INIT_STARTED: AtomicBool = AtomicBool::new(false);
+
+/// `CLOCK_MONOTONIC` (ns) and Unix time (f64 bits) at the entry of the first
+/// `MPI_Init*`: the start of the application time.
+static ENTRY_MONO_NS: AtomicU64 = AtomicU64::new(0);
+
+static ENTRY_UNIX_BITS: AtomicU64 = AtomicU64::new(0);
+
+/// `MPIOVER_QUIET` (see [`crate::opt`]).
+pub fn quiet() -> bool {
+    crate::opt::get().quiet
+}
+
+/// `MPIOVER_DEBUG` set: timings of the record write on stderr.
+pub fn debug() -> bool {
+    crate::opt::get().debug
+}
+
+/// `MPIOVER_DEBUG=slow-write` (tests: 300 ms pass between the quick and the
+/// resolved write of a record at exit or on a signal).
+pub fn slow_write() -> bool {
+    crate::opt::get().slow_write
+}
+
+/// Called on entry of `MPI_Init*` (before the PMPI call): remembers when the
+/// application's MPI life started (first call only) and returns the
+/// monotonic time, to time the call.
+pub fn note_init_entry() -> u64 {
+    let m = crate::timer::mono_ns();
+    if ENTRY_MONO_NS.compare_exchange(0, m, SeqCst, SeqCst).is_ok() {
+        let u = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        ENTRY_UNIX_BITS.store(u.to_bits(), SeqCst);
+    }
+    m
+}
+
+/// Whether recording can be switched on (initialized, record not written).
+pub fn recording_possible() -> bool {
+    INFO.get().is_some() && !crate::write::WRITTEN.load(Relaxed)
+}
+
+/// One warning: into the record always, on stderr once (rank 0 only for
+/// warnings every rank would repeat).
+pub fn warn(warnings: &mut Vec<String>, msg: String, print: bool) {
+    if print && !quiet() {
+        eprintln!("mpiover: warning: {msg}");
+    }
+    warnings.push(msg);
+}
+
+const BCAST_LEN: usize = 8192;
+
+/// Called once, after `PMPI_Init*` succeeded: `fid` is the function
+/// (`MPI_Init`, `MPI_Init_thread`, or their Fortran twins, which report under
+/// the C name) and `init_ns` how long the PMPI call took.
+pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
+    if INIT_STARTED.swap(true, SeqCst) {
+        return;
+    }
+    let opts = crate::opt::get();
+    let busy = rt::busy();
+    if ENTRY_MONO_NS.load(SeqCst) == 0 {
+        note_init_entry();
+    }
+    let start_unix_s = f64::from_bits(ENTRY_UNIX_BITS.load(SeqCst));
+    let start_mono_ns = ENTRY_MONO_NS.load(SeqCst);
+    let (mut rank, mut size) = (0 as c_int, 1 as c_int);
+    // SAFETY: MPI is initialized; out-pointers valid.
+    unsafe {
+        PMPI_Comm_rank(consts::comm_world(), &mut rank);
+        PMPI_Comm_size(consts::comm_world(), &mut size);
+    }
+    let print = rank == 0;
+    let mut warnings = Vec::new();
+    for p in &opts.problems {
+        warn(&mut warnings, p.clone(), print);
+    }
+    rt::DEPTH.store(opts.depth, Relaxed);
+    rt::MAX_KEYS.store(opts.max_keys, Relaxed);
+    rt::init_world(rank, size);
+    crate::sites::init_self_range();
+    crate::fort::init_sentinels();
+    timer::init(opts.timer);
+    let command = command_line();
+
+    // Rank 0 decides the directory and the run id; everybody learns them.
+    let mut buf = vec![0u8; BCAST_LEN];
+    if rank == 0 {
+        let run_id = format!(
+            "{}-{:x}-{:x}",
+            mpiover_common::rundir::local_timestamp(),
+            std::process::id(),
+            timer::now() & 0xffff_ffff
+        );
+        let msg = match make_run_dir(opts.out.as_deref(), &command) {
+            Ok(d) => format!("1\n{run_id}\n{}", d.display()),
+            Err(e) => {
+                warn(
+                    &mut warnings,
+                    format!("{e}; no records will be written (the application runs on)"),
+                    true,
+                );
+                format!("0\n{run_id}\n{e}")
+            }
+        };
+        let m = msg.as_bytes();
+        let n = m.len().min(BCAST_LEN - 1);
+        buf[..n].copy_from_slice(&m[..n]);
+    }
+    // SAFETY: every rank passes a buffer of BCAST_LEN bytes.
+    unsafe {
+        PMPI_Bcast(
+            buf.as_mut_ptr() as *mut libc::c_void,
+            BCAST_LEN as c_int,
+            consts::byte(),
+            0,
+            consts::comm_world(),
+        );
+    }
+    let end = buf.iter().position(|&c| c == 0).unwrap_or(BCAST_LEN);
+    let text = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let mut parts = text.splitn(3, '\n');
+    let ok = parts.next() == Some("1");
+    let run_id = parts.next().unwrap_or("").to_string();
+    let rest = parts.next().unwrap_or("").to_string();
+    let dir = if ok { Some(PathBuf::from(&rest)) } else { None };
+    if !ok && rank != 0 {
+        warnings.push(format!("{rest}; no records will be written"));
+    }
+
+    let mpi_library = library_version();
+    crate::profile_hook::load(
+        rank.max(0) as u32,
+        size.max(0) as u32,
+        &mpi_library,
+        &mut warnings,
+    );
+    let (res, cost) = timer::characterize(timer::unit_quick());
+    let info = RunInfo {
+        rank: rank.max(0) as u32,
+        ranks: size.max(0) as u32,
+        host: hostname(),
+        pid: std::process::id(),
+        mpi_library,
+        thread_level: level_name(level.or_else(query_thread)),
+        command,
+        start_unix_s,
+        start_mono_ns,
+        run_id,
+        dir,
+        timer_resolution_s: res,
+        timer_cost_s: cost,
+        cost_per_call_s: 0.0,
+        depth: opts.depth,
+        max_keys: opts.max_keys,
+        warnings,
+        // Asked once, at start-up, outside any wrapper (the busy guard is
+        // still held): the report's rendezvous threshold when no profile
+        // measured one.
+        eager_limit: mpiover_mpisys::mpit::eager_limit().map(|(cvar, bytes)| {
+            mpiover_common::profile::MpiTValue {
+                cvar: cvar.to_string(),
+                bytes,
+            }
+        }),
+    };
+    drop(busy);
+
+    // The tool's own cost, with recording on, then forgotten.
+    rt::STATE.fetch_or(rt::ENABLED, SeqCst);
+    let cost_per_call_s = measure_cost(info.timer_cost_s);
+    let ts = rt::this_thread_state();
+    if !ts.is_null() {
+        // SAFETY: this thread's own state, not in use right now.
+        unsafe { (*ts).reset() };
+    }
+    let _ = INFO.set(RunInfo {
+        cost_per_call_s,
+        ..info
+    });
+    // Every call is counted, MPI_Init* too (its PMPI time; the tool's own
+    // set-up above is application time outside MPI).
+    if let Some(mut g) = rt::enter() {
+        g.plain(fid, timer::ticks_from_ns(init_ns));
+    }
+    install_exit_handlers();
+}
