@@ -142,10 +142,13 @@ fn resolve(slot: &AtomicUsize, name: &CStr) -> usize {
 /// An `INTEGER` argument (0 when absent).
 #[inline(always)]
 pub unsafe fn int(p: *const Fint) -> c_int {
-    if p.is_null() {
-        0
-    } else {
-        *p
+    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
+    unsafe {
+        if p.is_null() {
+            0
+        } else {
+            *p
+        }
     }
 }
 
@@ -153,7 +156,8 @@ pub unsafe fn int(p: *const Fint) -> c_int {
 /// success, since an error would have gone to the error handler).
 #[inline(always)]
 pub unsafe fn ierr(p: *const Fint) -> c_int {
-    int(p)
+    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
+    unsafe { int(p) }
 }
 
 /// A choice buffer, Fortran sentinels as their C values (for reading only).
@@ -175,15 +179,18 @@ mod f2c {
     use super::*;
     #[inline(always)]
     pub unsafe fn datatype(f: Fint) -> MPI_Datatype {
-        PMPI_Type_f2c(f)
+        // SAFETY: the handle is a Fortran handle value the program passed; MPI's f2c functions accept any value of its kind.
+        unsafe { PMPI_Type_f2c(f) }
     }
     #[inline(always)]
     pub unsafe fn comm(f: Fint) -> MPI_Comm {
-        PMPI_Comm_f2c(f)
+        // SAFETY: the handle is a Fortran handle value the program passed; MPI's f2c functions accept any value of its kind.
+        unsafe { PMPI_Comm_f2c(f) }
     }
     #[inline(always)]
     pub unsafe fn request(f: Fint) -> MPI_Request {
-        PMPI_Request_f2c(f)
+        // SAFETY: the handle is a Fortran handle value the program passed; MPI's f2c functions accept any value of its kind.
+        unsafe { PMPI_Request_f2c(f) }
     }
 }
 #[cfg(not(mpi_handles_are_pointers))]
@@ -205,30 +212,36 @@ mod f2c {
 
 #[inline(always)]
 pub unsafe fn datatype(p: *const Fint) -> MPI_Datatype {
-    f2c::datatype(int(p))
+    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
+    unsafe { f2c::datatype(int(p)) }
 }
 
 #[inline(always)]
 pub unsafe fn comm(p: *const Fint) -> MPI_Comm {
-    f2c::comm(int(p))
+    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
+    unsafe { f2c::comm(int(p)) }
 }
 
 #[inline(always)]
 pub unsafe fn request(p: *const Fint) -> MPI_Request {
-    f2c::request(int(p))
+    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
+    unsafe { f2c::request(int(p)) }
 }
 
 /// A request as the C handle's bits (what the request map is keyed by).
 #[inline(always)]
 pub unsafe fn req_bits(p: *const Fint) -> usize {
-    if p.is_null() {
-        return 0;
-    }
-    let r = f2c::request(*p);
-    if r.bits() == consts::request_null().bits() {
-        0
-    } else {
-        r.bits()
+    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
+    unsafe {
+        if p.is_null() {
+            return 0;
+        }
+        let r = f2c::request(*p);
+        if r.bits() == consts::request_null().bits() {
+            0
+        } else {
+            r.bits()
+        }
     }
 }
 
@@ -276,14 +289,17 @@ type FnIerr = unsafe extern "C" fn(*mut Fint, usize);
 type Fn3 = unsafe extern "C" fn(*mut Fint, *mut Fint, *mut Fint, usize);
 
 pub unsafe fn fb_MPI_Init(_ra: usize, fwd: usize, ierr: *mut c_int, x: usize) {
-    let f: FnIerr = std::mem::transmute(fwd);
-    let t0 = crate::init::note_init_entry();
-    let b = rt::busy();
-    f(ierr, x);
-    let t1 = crate::timer::mono_ns();
-    drop(b);
-    if int(ierr) == 0 {
-        crate::init::on_init(None, crate::names::FID_MPI_Init, t1.wrapping_sub(t0));
+    // SAFETY: `fwd` is the address of the library's own entry point of this signature (found by `fort::fwd`), and the arguments are the caller's, passed on unchanged.
+    unsafe {
+        let f: FnIerr = std::mem::transmute(fwd);
+        let t0 = crate::init::note_init_entry();
+        let b = rt::busy();
+        f(ierr, x);
+        let t1 = crate::timer::mono_ns();
+        drop(b);
+        if int(ierr) == 0 {
+            crate::init::on_init(None, crate::names::FID_MPI_Init, t1.wrapping_sub(t0));
+        }
     }
 }
 
@@ -295,29 +311,35 @@ pub unsafe fn fb_MPI_Init_thread(
     ierr: *mut c_int,
     x: usize,
 ) {
-    let f: Fn3 = std::mem::transmute(fwd);
-    let t0 = crate::init::note_init_entry();
-    let b = rt::busy();
-    f(required, provided, ierr, x);
-    let t1 = crate::timer::mono_ns();
-    drop(b);
-    if int(ierr) == 0 {
-        let level = if provided.is_null() {
-            int(required)
-        } else {
-            *provided
-        };
-        crate::init::on_init(
-            Some(level),
-            crate::names::FID_MPI_Init_thread,
-            t1.wrapping_sub(t0),
-        );
+    // SAFETY: `fwd` is the address of the library's own entry point of this signature (found by `fort::fwd`), and the arguments are the caller's, passed on unchanged.
+    unsafe {
+        let f: Fn3 = std::mem::transmute(fwd);
+        let t0 = crate::init::note_init_entry();
+        let b = rt::busy();
+        f(required, provided, ierr, x);
+        let t1 = crate::timer::mono_ns();
+        drop(b);
+        if int(ierr) == 0 {
+            let level = if provided.is_null() {
+                int(required)
+            } else {
+                *provided
+            };
+            crate::init::on_init(
+                Some(level),
+                crate::names::FID_MPI_Init_thread,
+                t1.wrapping_sub(t0),
+            );
+        }
     }
 }
 
 pub unsafe fn fb_MPI_Finalize(_ra: usize, fwd: usize, ierr: *mut c_int, x: usize) {
-    let f: FnIerr = std::mem::transmute(fwd);
-    crate::hooks::finalize_with(|| f(ierr, x))
+    // SAFETY: `fwd` is the address of the library's own entry point of this signature (found by `fort::fwd`), and the arguments are the caller's, passed on unchanged.
+    unsafe {
+        let f: FnIerr = std::mem::transmute(fwd);
+        crate::hooks::finalize_with(|| f(ierr, x))
+    }
 }
 
 pub unsafe fn fb_MPI_Abort(
@@ -328,15 +350,21 @@ pub unsafe fn fb_MPI_Abort(
     ierr: *mut c_int,
     x: usize,
 ) {
-    let f: Fn3 = std::mem::transmute(fwd);
-    crate::hooks::abort_with(|| f(comm, errorcode, ierr, x))
+    // SAFETY: `fwd` is the address of the library's own entry point of this signature (found by `fort::fwd`), and the arguments are the caller's, passed on unchanged.
+    unsafe {
+        let f: Fn3 = std::mem::transmute(fwd);
+        crate::hooks::abort_with(|| f(comm, errorcode, ierr, x))
+    }
 }
 
 /// `MPI_Pcontrol(level)`; MPICH's `use mpi_f08` one also takes an optional
 /// `ierror` (the passed-through word).
 pub unsafe fn fb_MPI_Pcontrol(_ra: usize, fwd: usize, level: *mut c_int, x: usize) {
-    let f: FnIerr = std::mem::transmute(fwd);
-    crate::hooks::mpiover_pcontrol(int(level));
-    let _b = rt::busy();
-    f(level, x)
+    // SAFETY: `fwd` is the address of the library's own entry point of this signature (found by `fort::fwd`), and the arguments are the caller's, passed on unchanged.
+    unsafe {
+        let f: FnIerr = std::mem::transmute(fwd);
+        crate::hooks::mpiover_pcontrol(int(level));
+        let _b = rt::busy();
+        f(level, x)
+    }
 }

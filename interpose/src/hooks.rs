@@ -13,15 +13,18 @@ use crate::rt;
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
-    let t0 = crate::init::note_init_entry();
-    let b = rt::busy();
-    let r = PMPI_Init(argc, argv);
-    let t1 = crate::timer::mono_ns();
-    drop(b);
-    if r == 0 {
-        crate::init::on_init(None, FID_MPI_Init, t1.wrapping_sub(t0));
+    // SAFETY: the caller is the MPI program, passing what the MPI standard defines for this function; the arguments go to the PMPI twin unchanged.
+    unsafe {
+        let t0 = crate::init::note_init_entry();
+        let b = rt::busy();
+        let r = PMPI_Init(argc, argv);
+        let t1 = crate::timer::mono_ns();
+        drop(b);
+        if r == 0 {
+            crate::init::on_init(None, FID_MPI_Init, t1.wrapping_sub(t0));
+        }
+        r
     }
-    r
 }
 
 #[no_mangle]
@@ -31,27 +34,31 @@ pub unsafe extern "C" fn MPI_Init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
-    let t0 = crate::init::note_init_entry();
-    let b = rt::busy();
-    let r = PMPI_Init_thread(argc, argv, required, provided);
-    let t1 = crate::timer::mono_ns();
-    drop(b);
-    if r == 0 {
-        let level = if provided.is_null() {
-            required
-        } else {
-            *provided
-        };
-        crate::init::on_init(Some(level), FID_MPI_Init_thread, t1.wrapping_sub(t0));
+    // SAFETY: the caller is the MPI program, passing what the MPI standard defines for this function; the arguments go to the PMPI twin unchanged.
+    unsafe {
+        let t0 = crate::init::note_init_entry();
+        let b = rt::busy();
+        let r = PMPI_Init_thread(argc, argv, required, provided);
+        let t1 = crate::timer::mono_ns();
+        drop(b);
+        if r == 0 {
+            let level = if provided.is_null() {
+                required
+            } else {
+                *provided
+            };
+            crate::init::on_init(Some(level), FID_MPI_Init_thread, t1.wrapping_sub(t0));
+        }
+        r
     }
-    r
 }
 
 /// `MPI_Finalize`: counted and timed like every call, then the record is
 /// written (no MPI call is needed for that).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
-    finalize_with(|| PMPI_Finalize())
+    // SAFETY: the caller is the MPI program, passing what the MPI standard defines for this function; the arguments go to the PMPI twin unchanged.
+    unsafe { finalize_with(|| PMPI_Finalize()) }
 }
 
 /// Times `fin` (the library's finalize), counts it as `MPI_Finalize`, writes
@@ -77,7 +84,8 @@ pub fn finalize_with<R>(fin: impl FnOnce() -> R) -> R {
 /// `MPI_Abort`: counted, the record written, then the library aborts.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
-    abort_with(|| PMPI_Abort(comm, errorcode))
+    // SAFETY: the caller is the MPI program, passing what the MPI standard defines for this function; the arguments go to the PMPI twin unchanged.
+    unsafe { abort_with(|| PMPI_Abort(comm, errorcode)) }
 }
 
 pub fn abort_with<R>(abort: impl FnOnce() -> R) -> R {

@@ -19,6 +19,9 @@
 //! `MPIOVER_MAX_KEYS`, `MPIOVER_TIMER`, `MPIOVER_PROFILE`, `MPIOVER_QUIET`,
 //! `MPIOVER_DEBUG`).
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod fort;
 pub mod hooks;
 pub mod init;

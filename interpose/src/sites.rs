@@ -44,6 +44,7 @@ fn note_build_id(mut p: usize, end: usize) -> Option<String> {
         // SAFETY: ranges checked against the segment.
         let nm = unsafe { std::slice::from_raw_parts(name as *const u8, namesz) };
         if ty == 3 && nm.starts_with(b"GNU") {
+            // SAFETY: ranges checked against the segment, as the name's.
             let d = unsafe { std::slice::from_raw_parts(desc as *const u8, descsz) };
             return Some(d.iter().map(|b| format!("{b:02x}")).collect());
         }
@@ -53,40 +54,43 @@ fn note_build_id(mut p: usize, end: usize) -> Option<String> {
 }
 
 unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
-    let objs = &mut *(data as *mut Vec<Obj>);
-    let info = &*info;
-    let bias = info.dlpi_addr as usize;
-    let mut path = if info.dlpi_name.is_null() {
-        String::new()
-    } else {
-        CStr::from_ptr(info.dlpi_name)
-            .to_string_lossy()
-            .into_owned()
-    };
-    if path.is_empty() && objs.is_empty() {
-        path = std::fs::read_link("/proc/self/exe")
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
-    }
-    let mut ranges = Vec::new();
-    let mut build_id = None;
-    for i in 0..info.dlpi_phnum as usize {
-        let ph = &*info.dlpi_phdr.add(i);
-        let lo = bias.wrapping_add(ph.p_vaddr as usize);
-        let hi = lo.wrapping_add(ph.p_memsz as usize);
-        if ph.p_type == libc::PT_LOAD {
-            ranges.push((lo, hi));
-        } else if ph.p_type == libc::PT_NOTE && build_id.is_none() {
-            build_id = note_build_id(lo, hi);
+    // SAFETY: dl_iterate_phdr calls this with a valid `dl_phdr_info` and the `data` pointer given to it, a `&mut Vec<Obj>` that outlives the iteration.
+    unsafe {
+        let objs = &mut *(data as *mut Vec<Obj>);
+        let info = &*info;
+        let bias = info.dlpi_addr as usize;
+        let mut path = if info.dlpi_name.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(info.dlpi_name)
+                .to_string_lossy()
+                .into_owned()
+        };
+        if path.is_empty() && objs.is_empty() {
+            path = std::fs::read_link("/proc/self/exe")
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
         }
+        let mut ranges = Vec::new();
+        let mut build_id = None;
+        for i in 0..info.dlpi_phnum as usize {
+            let ph = &*info.dlpi_phdr.add(i);
+            let lo = bias.wrapping_add(ph.p_vaddr as usize);
+            let hi = lo.wrapping_add(ph.p_memsz as usize);
+            if ph.p_type == libc::PT_LOAD {
+                ranges.push((lo, hi));
+            } else if ph.p_type == libc::PT_NOTE && build_id.is_none() {
+                build_id = note_build_id(lo, hi);
+            }
+        }
+        objs.push(Obj {
+            path,
+            bias,
+            ranges,
+            build_id,
+        });
+        0
     }
-    objs.push(Obj {
-        path,
-        bias,
-        ranges,
-        build_id,
-    });
-    0
 }
 
 /// Every loaded object.

@@ -24,6 +24,7 @@ pub(crate) struct OldActions(std::cell::UnsafeCell<[libc::sigaction; 5]>);
 unsafe impl Sync for OldActions {}
 
 pub(crate) static OLD: OldActions =
+    // SAFETY: an all-zero `sigaction` is a valid value (SIG_DFL, no flags).
     OldActions(std::cell::UnsafeCell::new(unsafe { std::mem::zeroed() }));
 
 /// Size of the alternate signal stack (virtual; pages are committed only as
@@ -123,6 +124,7 @@ pub fn redeliver(sig: c_int) {
 pub(crate) static DYING: AtomicI32 = AtomicI32::new(0);
 
 pub(crate) static OLD_ALRM: OldAlarm =
+    // SAFETY: an all-zero `sigaction` is a valid value (SIG_DFL, no flags).
     OldAlarm(std::cell::UnsafeCell::new(unsafe { std::mem::zeroed() }));
 
 pub(crate) struct OldAlarm(std::cell::UnsafeCell<libc::sigaction>);

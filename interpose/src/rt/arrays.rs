@@ -13,14 +13,17 @@ impl Guard {
     /// # Safety
     /// `reqs` is null or points to at least `n` requests.
     pub unsafe fn snap(&mut self, n: i32, reqs: *const MPI_Request) {
-        let ts = self.ts();
-        ts.snap.clear();
-        if reqs.is_null() || n <= 0 {
-            return;
-        }
-        ts.snap.reserve(n as usize);
-        for i in 0..n as usize {
-            ts.snap.push((*reqs.add(i)).bits());
+        // SAFETY: the arrays are the caller's arguments of one MPI call, which the standard requires to hold `n` elements each (this function's contract).
+        unsafe {
+            let ts = self.ts();
+            ts.snap.clear();
+            if reqs.is_null() || n <= 0 {
+                return;
+            }
+            ts.snap.reserve(n as usize);
+            for i in 0..n as usize {
+                ts.snap.push((*reqs.add(i)).bits());
+            }
         }
     }
 
@@ -29,14 +32,17 @@ impl Guard {
     /// # Safety
     /// `reqs` is null or points to at least `n` Fortran requests.
     pub unsafe fn snap_f(&mut self, n: i32, reqs: *const crate::fort::Fint) {
-        let ts = self.ts();
-        ts.snap.clear();
-        if reqs.is_null() || n <= 0 {
-            return;
-        }
-        ts.snap.reserve(n as usize);
-        for i in 0..n as usize {
-            ts.snap.push(crate::fort::req_bits(reqs.add(i)));
+        // SAFETY: the arrays are the caller's arguments of one MPI call, which the standard requires to hold `n` elements each (this function's contract).
+        unsafe {
+            let ts = self.ts();
+            ts.snap.clear();
+            if reqs.is_null() || n <= 0 {
+                return;
+            }
+            ts.snap.reserve(n as usize);
+            for i in 0..n as usize {
+                ts.snap.push(crate::fort::req_bits(reqs.add(i)));
+            }
         }
     }
 
@@ -59,21 +65,24 @@ impl Guard {
     /// # Safety
     /// `st` points to at least `n` Fortran statuses.
     pub unsafe fn fstatuses_c(&mut self, n: i32, st: *const crate::fort::Fint) -> *mut MPI_Status {
-        let ts = self.ts();
-        let n = n.max(1) as usize;
-        if ts.statuses.len() < n {
-            // SAFETY: MPI_Status is plain old data.
-            ts.statuses.resize(n, std::mem::zeroed());
-        }
-        if !st.is_null() {
-            for i in 0..n {
-                PMPI_Status_f2c(
-                    st.add(i * crate::fort::STATUS_INTS),
-                    ts.statuses.as_mut_ptr().add(i),
-                );
+        // SAFETY: the arrays are the caller's arguments of one MPI call, which the standard requires to hold `n` elements each (this function's contract).
+        unsafe {
+            let ts = self.ts();
+            let n = n.max(1) as usize;
+            if ts.statuses.len() < n {
+                // SAFETY: MPI_Status is plain old data.
+                ts.statuses.resize(n, std::mem::zeroed());
             }
+            if !st.is_null() {
+                for i in 0..n {
+                    PMPI_Status_f2c(
+                        st.add(i * crate::fort::STATUS_INTS),
+                        ts.statuses.as_mut_ptr().add(i),
+                    );
+                }
+            }
+            ts.statuses.as_mut_ptr()
         }
-        ts.statuses.as_mut_ptr()
     }
 
     /// A completed request's Fortran index (from 1) as a C index (from 0).
@@ -89,26 +98,29 @@ impl Guard {
         ix: *const crate::fort::Fint,
         reqs: *const crate::fort::Fint,
     ) -> core::ffi::c_int {
-        let v = crate::fort::int(ix);
-        if v == consts::undefined() {
-            return v;
-        }
-        let snap = &self.ts().snap;
-        let freed = |k: i32| {
-            k >= 0
-                && (k as usize) < snap.len()
-                && snap[k as usize] != 0
-                && !reqs.is_null()
-                && crate::fort::req_bits(reqs.add(k as usize)) == 0
-        };
-        if freed(v - 1) {
-            v - 1
-        } else if freed(v) {
-            v
-        } else if v >= 1 {
-            v - 1
-        } else {
-            consts::undefined()
+        // SAFETY: the arrays are the caller's arguments of one MPI call, which the standard requires to hold `n` elements each (this function's contract).
+        unsafe {
+            let v = crate::fort::int(ix);
+            if v == consts::undefined() {
+                return v;
+            }
+            let snap = &self.ts().snap;
+            let freed = |k: i32| {
+                k >= 0
+                    && (k as usize) < snap.len()
+                    && snap[k as usize] != 0
+                    && !reqs.is_null()
+                    && crate::fort::req_bits(reqs.add(k as usize)) == 0
+            };
+            if freed(v - 1) {
+                v - 1
+            } else if freed(v) {
+                v
+            } else if v >= 1 {
+                v - 1
+            } else {
+                consts::undefined()
+            }
         }
     }
 
@@ -123,21 +135,24 @@ impl Guard {
         n: i32,
         reqs: *const crate::fort::Fint,
     ) -> *mut core::ffi::c_int {
-        // Fill the thread's reusable buffer directly (taken out while
-        // `findex` borrows self): no allocation per call once it has grown.
-        let mut buf = core::mem::take(&mut self.ts().findices);
-        buf.clear();
-        if !ix.is_null() && n > 0 && n != consts::undefined() {
-            for i in 0..n as usize {
-                buf.push(self.findex(ix.add(i), reqs));
+        // SAFETY: the arrays are the caller's arguments of one MPI call, which the standard requires to hold `n` elements each (this function's contract).
+        unsafe {
+            // Fill the thread's reusable buffer directly (taken out while
+            // `findex` borrows self): no allocation per call once it has grown.
+            let mut buf = core::mem::take(&mut self.ts().findices);
+            buf.clear();
+            if !ix.is_null() && n > 0 && n != consts::undefined() {
+                for i in 0..n as usize {
+                    buf.push(self.findex(ix.add(i), reqs));
+                }
             }
+            if buf.is_empty() {
+                buf.push(0);
+            }
+            let ts = self.ts();
+            ts.findices = buf;
+            ts.findices.as_mut_ptr()
         }
-        if buf.is_empty() {
-            buf.push(0);
-        }
-        let ts = self.ts();
-        ts.findices = buf;
-        ts.findices.as_mut_ptr()
     }
 
     /// `wbytes` with Fortran datatypes.
@@ -150,17 +165,20 @@ impl Guard {
         types: *const crate::fort::Fint,
         n: u32,
     ) -> u64 {
-        if counts.is_null() || types.is_null() {
-            return 0;
-        }
-        let mut s = 0u64;
-        for i in 0..n as usize {
-            let c = (*counts.add(i)).cnt();
-            if c > 0 {
-                s = s.saturating_add(self.bytes(c, crate::fort::datatype(types.add(i))));
+        // SAFETY: the arrays are the caller's arguments of one MPI call, which the standard requires to hold `n` elements each (this function's contract).
+        unsafe {
+            if counts.is_null() || types.is_null() {
+                return 0;
             }
+            let mut s = 0u64;
+            for i in 0..n as usize {
+                let c = (*counts.add(i)).cnt();
+                if c > 0 {
+                    s = s.saturating_add(self.bytes(c, crate::fort::datatype(types.add(i))));
+                }
+            }
+            s
         }
-        s
     }
 
     #[inline]

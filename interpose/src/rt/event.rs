@@ -89,8 +89,11 @@ impl StatusSlot {
     /// `f` points to a Fortran status (MPI filled it or the tool's own).
     #[inline(always)]
     pub unsafe fn from_fortran(&mut self, f: *const crate::fort::Fint) -> *mut MPI_Status {
-        PMPI_Status_f2c(f, self.0.as_mut_ptr());
-        self.0.as_mut_ptr()
+        // SAFETY: `f` is a Fortran status array of MPI_F_STATUS_SIZE integers (this function's contract).
+        unsafe {
+            PMPI_Status_f2c(f, self.0.as_mut_ptr());
+            self.0.as_mut_ptr()
+        }
     }
 }
 
@@ -106,10 +109,13 @@ impl Default for StatusSlot {
 /// `st` is null or points to a status MPI filled.
 #[inline(always)]
 pub unsafe fn status_source(st: *const MPI_Status) -> i32 {
-    if st.is_null() {
-        return MPI_PROC_NULL;
+    // SAFETY: `st` points at a status MPI filled, or at the tool's own slot (this function's contract).
+    unsafe {
+        if st.is_null() {
+            return MPI_PROC_NULL;
+        }
+        (*st).MPI_SOURCE
     }
-    (*st).MPI_SOURCE
 }
 
 /// Bytes received according to a status.
@@ -118,20 +124,23 @@ pub unsafe fn status_source(st: *const MPI_Status) -> i32 {
 /// `st` is null or points to a status MPI filled.
 #[inline(always)]
 pub unsafe fn status_bytes(st: *const MPI_Status) -> Option<u64> {
-    if st.is_null() {
-        return None;
-    }
-    #[cfg(mpi_flavor = "openmpi")]
-    {
-        Some((*st)._ucount as u64)
-    }
-    #[cfg(not(mpi_flavor = "openmpi"))]
-    {
-        let mut c: MPI_Count = 0;
-        if PMPI_Get_elements_x(st, consts::byte(), &mut c) == 0 && c >= 0 {
-            Some(c as u64)
-        } else {
-            None
+    // SAFETY: `st` points at a status MPI filled, or at the tool's own slot (this function's contract).
+    unsafe {
+        if st.is_null() {
+            return None;
+        }
+        #[cfg(mpi_flavor = "openmpi")]
+        {
+            Some((*st)._ucount as u64)
+        }
+        #[cfg(not(mpi_flavor = "openmpi"))]
+        {
+            let mut c: MPI_Count = 0;
+            if PMPI_Get_elements_x(st, consts::byte(), &mut c) == 0 && c >= 0 {
+                Some(c as u64)
+            } else {
+                None
+            }
         }
     }
 }
@@ -142,14 +151,17 @@ pub unsafe fn status_bytes(st: *const MPI_Status) -> Option<u64> {
 /// `counts` is null or points to at least `n` counts.
 #[inline]
 pub unsafe fn sum_counts<T: ToCount>(counts: *const T, n: u32) -> u64 {
-    if counts.is_null() {
-        return 0;
+    // SAFETY: `counts` holds the `n` (or more) elements MPI requires of the caller for this communicator (this function's contract).
+    unsafe {
+        if counts.is_null() {
+            return 0;
+        }
+        let mut s = 0u64;
+        for i in 0..n as usize {
+            s = s.saturating_add((*counts.add(i)).cnt());
+        }
+        s
     }
-    let mut s = 0u64;
-    for i in 0..n as usize {
-        s = s.saturating_add((*counts.add(i)).cnt());
-    }
-    s
 }
 
 /// `counts[i]`, null- and range-safe.
@@ -158,8 +170,11 @@ pub unsafe fn sum_counts<T: ToCount>(counts: *const T, n: u32) -> u64 {
 /// `counts` is null or points to at least `n` counts.
 #[inline]
 pub unsafe fn nth_count<T: ToCount>(counts: *const T, i: i32, n: u32) -> u64 {
-    if counts.is_null() || i < 0 || i as u32 >= n {
-        return 0;
+    // SAFETY: `counts` holds the `n` (or more) elements MPI requires of the caller for this communicator (this function's contract).
+    unsafe {
+        if counts.is_null() || i < 0 || i as u32 >= n {
+            return 0;
+        }
+        (*counts.add(i as usize)).cnt()
     }
-    (*counts.add(i as usize)).cnt()
 }

@@ -50,17 +50,20 @@ impl Guard {
         types: *const MPI_Datatype,
         n: u32,
     ) -> u64 {
-        if counts.is_null() || types.is_null() {
-            return 0;
-        }
-        let mut s = 0u64;
-        for i in 0..n as usize {
-            let c = (*counts.add(i)).cnt();
-            if c > 0 {
-                s = s.saturating_add(self.bytes(c, *types.add(i)));
+        // SAFETY: `counts` holds the `n` (or more) elements MPI requires of the caller for this communicator (this function's contract).
+        unsafe {
+            if counts.is_null() || types.is_null() {
+                return 0;
             }
+            let mut s = 0u64;
+            for i in 0..n as usize {
+                let c = (*counts.add(i)).cnt();
+                if c > 0 {
+                    s = s.saturating_add(self.bytes(c, *types.add(i)));
+                }
+            }
+            s
         }
-        s
     }
 
     /// Role of this rank for a rooted collective.
