@@ -92,14 +92,27 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
     let mut merged: HashMap<Key, Merged> = HashMap::new();
     let mut folded = Folded::default();
     let (mut dropped, mut unmatched) = (0u64, 0u64);
+    // Recording is off (`write_record`); after this barrier no other thread
+    // starts an update, and the ones inside one are waited for (`rt::quiesce`).
+    let barrier = rt::barrier_all_threads();
+    let mut left_out = 0u32;
     for ts in rt::threads() {
-        // SAFETY: states are never freed. Other threads may still run (best
-        // effort): wait briefly for one in the middle of an update.
+        // SAFETY: states are never freed, and no other thread changes this
+        // one's table once it is not `updating` (see above).
         let ts = unsafe { &*ts };
         if !std::ptr::eq(ts, me) {
+            // A thread preempted inside its update finishes it at its next
+            // time slice: give it the CPU (machines run more ranks and
+            // threads than cores), for at most 200 ms.
             let t0 = timer::mono_ns();
-            while ts.updating.load(Acquire) && timer::mono_ns().wrapping_sub(t0) < 5_000_000 {
-                std::hint::spin_loop();
+            while ts.updating.load(Acquire) && timer::mono_ns().wrapping_sub(t0) < 200_000_000 {
+                std::thread::yield_now();
+            }
+            if ts.updating.load(Acquire) {
+                // Stuck inside an update (stopped by a debugger, or the
+                // scheduler): its table is not read rather than read torn.
+                left_out += 1;
+                continue;
             }
         }
         if !ts.current() {
@@ -257,7 +270,24 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
         functions,
         entries,
         folded,
-        warnings: request_warnings(&info.warnings, dropped, unmatched),
+        warnings: {
+            let mut w = request_warnings(&info.warnings, dropped, unmatched);
+            if left_out > 0 {
+                w.push(
+                    "a thread was still recording when the record was written: its calls are not \
+                     in the record"
+                        .into(),
+                );
+            }
+            if !barrier {
+                w.push(
+                    "the kernel offers no membarrier: other threads may still have been recording \
+                     while the record was read"
+                        .into(),
+                );
+            }
+            w
+        },
         eager_limit: info.eager_limit.clone(),
     };
     Some((rec, addrs.into_keys().collect()))

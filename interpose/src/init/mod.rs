@@ -132,6 +132,7 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
     rt::DEPTH.store(opts.depth, Relaxed);
     rt::MAX_KEYS.store(opts.max_keys, Relaxed);
     rt::init_world(rank, size);
+    rt::register_barrier();
     crate::sites::init_self_range();
     crate::fort::init_sentinels();
     timer::init(opts.timer);

@@ -20,6 +20,13 @@ impl Guard {
         let ra = site_of(ra);
         let ts = self.ts();
         ts.updating.store(true, Relaxed);
+        // With the writer's barrier, either the writer sees `updating` set
+        // and waits, or this thread sees recording disabled (`quiesce`).
+        std::sync::atomic::compiler_fence(SeqCst);
+        if STATE.load(Relaxed) & ENABLED == 0 {
+            ts.updating.store(false, Release);
+            return;
+        }
         if let Some(f) = ts.funcs.get_mut(ev.call_fid as usize) {
             f[0] += 1;
             f[1] = f[1].wrapping_add(dt);
@@ -56,7 +63,7 @@ impl Guard {
                 }
             }
         }
-        ts.updating.store(false, Relaxed);
+        ts.updating.store(false, Release);
     }
 
     // ---- requests ----------------------------------------------------------

@@ -123,3 +123,71 @@ fn threads_keep_their_own_keys_and_requests() {
         assert!(ar.iter().all(|e| e.bytes == 8 && e.p == 2));
     }
 }
+
+/// The calls each thread of `busy_exit` reported before the process ended,
+/// summed per rank.
+fn reported_calls(out: &Outcome, rank: u32) -> u64 {
+    let prefix = format!("busy_exit: rank {rank} thread ");
+    out.stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .filter_map(|l| l.split(" calls ").nth(1)?.trim().parse::<u64>().ok())
+        .sum()
+}
+
+/// The record is written (at exit, and by the SIGTERM handler) while three
+/// threads per rank are still calling `MPI_Iprobe`: nothing crashes, and the
+/// record is a consistent snapshot: every call it counts for the function is
+/// in exactly one of its entries, at the marked line, and it holds at least
+/// the calls the threads had made before the main thread ended the process.
+#[test]
+fn record_written_while_threads_call_mpi_is_complete_and_consistent() {
+    let prog = example_in("threads", "busy_exit");
+    let line = m_busy("busy-iprobe");
+    for (mode, finished) in [("exit", "exit"), ("sigterm", "signal:SIGTERM")] {
+        let dir = scratch(&format!("busy_exit_{mode}"));
+        let run = dir.join("run");
+        let out = Job::program(2, &prog, &[mode, "3", "300"], &dir)
+            .profiled(&run)
+            .run();
+        assert!(!out.timed_out, "{mode}: the job hung\n{}", out.dump());
+        let recs = read_records(&run).unwrap_or_else(|e| panic!("{mode}: {e}\n{}", out.dump()));
+        assert_eq!(recs.len(), 2, "{mode}: one record per rank\n{}", out.dump());
+        for r in &recs {
+            let ctx = format!("{mode}, rank {}\n{}", r.rank, out.dump());
+            assert_eq!(r.finished, finished, "{ctx}");
+            let counted = calls(r, "MPI_Iprobe");
+            let in_entries: u64 = r
+                .entries
+                .iter()
+                .filter(|e| e.function == "MPI_Iprobe")
+                .map(|e| e.count)
+                .sum();
+            let at_line: u64 = entries_at(r, "MPI_Iprobe", "busy_exit.c", line)
+                .iter()
+                .map(|e| e.count)
+                .sum();
+            assert_eq!(
+                in_entries, counted,
+                "calls counted but not in an entry: {ctx}"
+            );
+            assert_eq!(
+                at_line, counted,
+                "MPI_Iprobe calls away from busy-iprobe: {ctx}"
+            );
+            let reported = reported_calls(&out, r.rank);
+            assert!(
+                reported > 1000,
+                "the threads barely ran ({reported} calls): {ctx}"
+            );
+            assert!(
+                counted >= reported,
+                "the record holds {counted} calls, the threads had made {reported}: {ctx}"
+            );
+        }
+    }
+}
+
+fn m_busy(tag: &str) -> u32 {
+    marker_any("threads/busy_exit.c", tag)
+}
