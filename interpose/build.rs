@@ -229,10 +229,10 @@ fn side_cond(name: &str, f: &Func, s: &Side, rooted: bool) -> String {
     match (s.at, rooted) {
         (At::All, false) => {}
         // On an intercommunicator the root group only sends or only receives.
-        (At::All, true) => c.push("(!__ci.inter || __role == crate::rt::ROLE_NONROOT)".into()),
+        (At::All, true) => c.push("(!__ci.inter || __role == crate::rt::Role::NonRoot)".into()),
         (_, false) => panic!("spec error: {name}: a side at root/non-root needs a root"),
-        (At::Root, true) => c.push("__role == crate::rt::ROLE_ROOT".into()),
-        (At::NonRoot, true) => c.push("__role == crate::rt::ROLE_NONROOT".into()),
+        (At::Root, true) => c.push("__role == crate::rt::Role::Root".into()),
+        (At::NonRoot, true) => c.push("__role == crate::rt::Role::NonRoot".into()),
     }
     if rooted {
         c.push("__active".into());

@@ -19,9 +19,19 @@ pub struct CommInfo {
     /// This process's rank in the local group.
     pub rank: i32,
     pub inter: bool,
-    /// 0: the world, 1: self, 2: other (translate through `slot`).
-    pub(crate) kind: u8,
+    pub(crate) kind: CommKind,
     pub(crate) slot: u8,
+}
+
+/// Which communicator: the two predefined ones translate ranks without a
+/// table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum CommKind {
+    World,
+    SelfComm,
+    /// Translate through the cache entry `slot`.
+    Other,
 }
 
 pub(crate) const COMM_SLOTS: usize = 32;
@@ -82,7 +92,7 @@ impl CommCache {
                 rsize: s,
                 rank: WORLD_RANK.load(Relaxed) as i32,
                 inter: false,
-                kind: 0,
+                kind: CommKind::World,
                 slot: 0,
             };
         }
@@ -92,7 +102,7 @@ impl CommCache {
                 rsize: 1,
                 rank: 0,
                 inter: false,
-                kind: 1,
+                kind: CommKind::SelfComm,
                 slot: 0,
             };
         }
@@ -119,7 +129,7 @@ impl CommCache {
             rsize: 0,
             rank: -1,
             inter: false,
-            kind: 2,
+            kind: CommKind::Other,
             slot: 0,
         };
         let mut world: Vec<i32> = Vec::new();
@@ -190,9 +200,9 @@ impl CommCache {
             return NONE_PEER;
         }
         match info.kind {
-            0 => r,
-            1 => WORLD_RANK.load(Relaxed) as i32,
-            _ => self
+            CommKind::World => r,
+            CommKind::SelfComm => WORLD_RANK.load(Relaxed) as i32,
+            CommKind::Other => self
                 .entries
                 .get(info.slot as usize)
                 .and_then(|e| e.world.get(r as usize).copied())
@@ -222,7 +232,7 @@ impl CommCache {
     }
 
     pub(crate) fn degrees(&mut self, comm: MPI_Comm, info: &CommInfo) -> (u32, u32) {
-        if info.kind != 2 {
+        if info.kind != CommKind::Other {
             return (0, 0);
         }
         if let Some(d) = self.entries.get(info.slot as usize).and_then(|e| e.deg) {

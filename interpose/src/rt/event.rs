@@ -27,7 +27,7 @@ pub struct Ev {
     pub fid: u16,
     /// The function actually called, for the per-function call counts.
     pub call_fid: u16,
-    pub role: u8,
+    pub role: Role,
     pub peer: i32,
     pub p: u32,
     pub sent: u64,
@@ -49,7 +49,7 @@ impl Ev {
         Ev {
             fid,
             call_fid: fid,
-            role: ROLE_NONE,
+            role: Role::None,
             peer: NONE_PEER,
             p: 0,
             sent: 0,

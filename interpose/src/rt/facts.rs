@@ -68,17 +68,17 @@ impl Guard {
 
     /// Role of this rank for a rooted collective.
     #[inline(always)]
-    pub fn role(&self, info: &CommInfo, root: i32) -> u8 {
+    pub fn role(&self, info: &CommInfo, root: i32) -> Role {
         if info.inter {
             if root == MPI_ROOT {
-                ROLE_ROOT
+                Role::Root
             } else {
-                ROLE_NONROOT
+                Role::NonRoot
             }
         } else if root == info.rank {
-            ROLE_ROOT
+            Role::Root
         } else {
-            ROLE_NONROOT
+            Role::NonRoot
         }
     }
 }

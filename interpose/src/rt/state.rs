@@ -40,9 +40,27 @@ pub const NONE_FN: u16 = u16::MAX;
 pub const MIXED_FN: u16 = u16::MAX - 1;
 /// Function id of the fold-everything entry.
 pub const FID_OTHER: u16 = NFUNCS as u16;
-pub const ROLE_NONE: u8 = 0;
-pub const ROLE_ROOT: u8 = 1;
-pub const ROLE_NONROOT: u8 = 2;
+/// This rank's role in a rooted collective (one byte of a key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum Role {
+    /// Not a rooted collective.
+    #[default]
+    None = 0,
+    Root = 1,
+    NonRoot = 2,
+}
+
+impl Role {
+    /// The record's spelling.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Role::Root => Some("root"),
+            Role::NonRoot => Some("nonroot"),
+            Role::None => None,
+        }
+    }
+}
 
 /// Handles as bits, whatever the MPI's handle representation.
 pub trait Handle: Copy {

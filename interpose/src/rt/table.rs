@@ -17,7 +17,7 @@ pub struct Key {
     pub peer: i32,
     pub fid: u16,
     pub completes: u16,
-    pub role: u8,
+    pub role: Role,
     /// Completions: requests completed per call, and of them point-to-point
     /// receives and sends (saturating); 0 for other functions.
     pub nreq: u16,
@@ -189,12 +189,8 @@ impl Agg {
     }
 }
 
-pub fn role_name(r: u8) -> Option<&'static str> {
-    match r {
-        ROLE_ROOT => Some("root"),
-        ROLE_NONROOT => Some("nonroot"),
-        _ => None,
-    }
+pub fn role_name(r: Role) -> Option<&'static str> {
+    r.name()
 }
 
 /// Open-addressing table of keys (linear probing, no deletion), capped.
@@ -306,7 +302,7 @@ impl Table {
                 peer: NONE_PEER,
                 fid: FID_OTHER,
                 completes: NONE_FN,
-                role: ROLE_NONE,
+                role: Role::None,
                 nreq: 0,
                 nrecv: 0,
                 nsend: 0,

@@ -12,7 +12,7 @@ fn key(ra: usize, bytes: u64) -> Key {
         peer: 1,
         fid: 3,
         completes: NONE_FN,
-        role: ROLE_NONE,
+        role: Role::None,
         nreq: 0,
         nrecv: 0,
         nsend: 0,
