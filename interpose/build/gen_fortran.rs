@@ -1,0 +1,245 @@
+//! The Fortran wrappers: a body per function and its five entry points.
+
+use super::*;
+
+/// The Fortran wrapper body of one function, shared by its five entry
+/// points (four mpif.h manglings and the f08 name), which pass the return
+/// address and the library function to forward to.
+pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Event>) -> String {
+    let name = &ff.mixed;
+    let (fargs, ftys, fcall) = fortran_args(ff);
+    let ret = ff
+        .ret
+        .as_ref()
+        .map(|r| format!(" -> {r}"))
+        .unwrap_or_default();
+    let head = format!(
+        "#[inline(never)]\npub unsafe fn fb_{name}(__ra: usize, __fwd: usize, {fargs}){ret} {{\n\
+         let __fp: unsafe extern \"C\" fn({ftys}){ret} = core::mem::transmute(__fwd);\n"
+    );
+    // The number of leading pointer arguments: the C parameters plus ierr.
+    let nptr = ff.ptr.iter().take_while(|p| **p).count();
+    let ierr = if ff.ret.is_none() && nptr > 0 && ff.mixed != "MPI_Pcontrol" {
+        format!("crate::fort::ierr(__f{})", nptr - 1)
+    } else {
+        "0".to_string()
+    };
+    let fid = format!("crate::names::FID_{name}");
+
+    if let (Some(c), Some(e)) = (c, event) {
+        // Positional: the C parameters, then ierr, then hidden lengths.
+        if nptr == c.args.len() + 1 && ff.ret.is_none() {
+            FORTRAN.with(|f| f.set(true));
+            USED.with(|u| u.borrow_mut().clear());
+            let parts = event_parts(name, c, e);
+            FORTRAN.with(|f| f.set(false));
+            let used: BTreeSet<String> = USED.with(|u| u.borrow().clone());
+            let mut views = parts.views.clone();
+            for (i, (a, t)) in c.args.iter().enumerate() {
+                if !used.contains(a) || parts.special.contains(a) {
+                    continue;
+                }
+                let fa = format!("__f{i}");
+                let t = norm(t);
+                let v = if t.ends_with("c_void") {
+                    format!("let {a} = crate::fort::buf({fa} as *const core::ffi::c_void);")
+                } else if t == "::std::os::raw::c_int"
+                    || t == "c_int"
+                    || t.ends_with("::c_int") && !t.starts_with('*')
+                {
+                    format!("let {a}: core::ffi::c_int = crate::fort::int({fa});")
+                } else if t.ends_with("MPI_Count") && !t.starts_with('*') {
+                    format!("let {a}: MPI_Count = crate::fort::int({fa}) as MPI_Count;")
+                } else if t.starts_with('*') && t.ends_with("c_int") {
+                    format!("let {a} = {fa} as *mut core::ffi::c_int;")
+                } else if t == "MPI_Datatype" {
+                    format!("let {a} = crate::fort::datatype({fa});")
+                } else if t == "MPI_Comm" {
+                    format!("let {a} = crate::fort::comm({fa});")
+                } else if t.starts_with("*mut") && t.ends_with("MPI_Request") {
+                    format!(
+                        "let mut __v_{a} = crate::fort::request({fa}); let {a}: *mut MPI_Request = &mut __v_{a};"
+                    )
+                } else {
+                    panic!("Fortran {name}: no view for C parameter {a}: {t}");
+                };
+                views.push_str(&v);
+                views.push('\n');
+            }
+            return format!(
+                "{head}\
+                 let Some(mut __g) = crate::rt::enter() else {{ return __fp({fcall}); }};\n\
+                 {pre}\
+                 let __t0 = crate::timer::now();\n\
+                 __fp({fcall});\n\
+                 let __t1 = crate::timer::now();\n\
+                 let __r: core::ffi::c_int = {ierr};\n\
+                 {views}\
+                 let mut __ev = crate::rt::Ev::new({fid});\n\
+                 if __r == 0 {{\n{post}}}\n\
+                 __g.event(__ra, &__ev, __t1.wrapping_sub(__t0));\n\
+                 {after}\
+                 }}\n",
+                pre = parts.pre,
+                post = parts.post,
+                after = parts.after,
+            );
+        }
+        println!(
+            "cargo:warning=Fortran {name}: arguments do not line up with C's; counted, not an event"
+        );
+    }
+
+    let mut before = String::new();
+    let mut after_call = String::new();
+    if spec::FREES_COMM.contains(&name.as_str()) {
+        after_call.push_str("crate::rt::comm_freed();");
+    }
+    if spec::FREES_TYPE.contains(&name.as_str()) {
+        after_call.push_str("crate::rt::type_freed();");
+    }
+    if name == "MPI_Request_free" {
+        before.push_str("__g.forget(crate::fort::req_bits(__f0));");
+    }
+    if name == "MPI_Cancel" {
+        before.push_str("__g.cancelling(crate::fort::req_bits(__f0));");
+    }
+    format!(
+        "{head}\
+         let Some(mut __g) = crate::rt::enter() else {{ let __r = __fp({fcall}); {after_call} return __r; }};\n\
+         {before}\
+         let __t0 = crate::timer::now();\n\
+         let __r = __fp({fcall});\n\
+         let __t1 = crate::timer::now();\n\
+         {after_call}\
+         __g.plain({fid}, __t1.wrapping_sub(__t0));\n\
+         __r\n}}\n"
+    )
+}
+
+/// The exported entry points of one Fortran function, forwarding to the
+/// library's `pmpi_*` twin (found with `dlsym(RTLD_NEXT)` on first use).
+/// (parameters, their types, the call's arguments) of a Fortran entry point:
+/// the prototype's, plus one more word passed through untouched, in case the
+/// library's entry point takes one more argument than the prototype says
+/// (MPICH's `use mpi_f08` `MPI_Pcontrol` has an optional `ierror`). A word
+/// the callee does not take is ignored by it (the caller cleans up).
+pub(crate) fn fortran_args(ff: &FFunc) -> (String, String, String) {
+    let n = ff.args.len();
+    let mut fargs: Vec<String> = (0..n).map(|i| format!("__f{i}: {}", ff.args[i])).collect();
+    fargs.push("__fx: usize".into());
+    let mut tys = ff.args.clone();
+    tys.push("usize".into());
+    let mut fcall: Vec<String> = (0..n).map(|i| format!("__f{i}")).collect();
+    fcall.push("__fx".into());
+    (fargs.join(", "), tys.join(", "), fcall.join(", "))
+}
+
+pub(crate) fn gen_fortran_entries(ff: &FFunc, hand: bool, f77: bool) -> String {
+    let name = &ff.mixed;
+    let (fargs, _, fcall) = fortran_args(ff);
+    let ret = ff
+        .ret
+        .as_ref()
+        .map(|r| format!(" -> {r}"))
+        .unwrap_or_default();
+    let body = if hand {
+        format!("crate::fort::fb_{name}")
+    } else {
+        format!("fb_{name}")
+    };
+    let lower = &ff.lower;
+    let mut out = if f77 {
+        format!(
+            "static FWD77_{name}: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);\n"
+        )
+    } else {
+        String::new()
+    };
+    let mut entry = |sym: &str, slot: &str, target: &str| {
+        writeln!(
+            out,
+            "#[no_mangle]\npub unsafe extern \"C\" fn {sym}({fargs}){ret} {{\n\
+             let __ra: usize = crate::caller!();\n\
+             {body}(__ra, crate::fort::fwd(&{slot}, c\"{target}\"), {fcall})\n}}"
+        )
+        .unwrap();
+    };
+    // The forwarding target is named by the canonical entry point
+    // (`mpi_send_`); `fort::fwd` finds its profiling twin.
+    let t77 = format!("{lower}_");
+    let s77 = format!("FWD77_{name}");
+    if f77 {
+        entry(lower, &s77, &t77);
+        entry(&format!("{lower}_"), &s77, &t77);
+        entry(&format!("{lower}__"), &s77, &t77);
+        entry(&ff.upper, &s77, &t77);
+    }
+    // `use mpi_f08` (Open MPI: mpi_send_f08_ in libmpi_usempif08). MPI_Wtime
+    // and MPI_Wtick are C functions there.
+    if !matches!(name.as_str(), "MPI_Wtime" | "MPI_Wtick") {
+        let s08 = format!("FWD08_{name}");
+        writeln!(
+            out,
+            "static {s08}: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);"
+        )
+        .unwrap();
+        let mut entry08 = |sym: &str, target: &str| {
+            writeln!(
+                out,
+                "#[no_mangle]\npub unsafe extern \"C\" fn {sym}({fargs}){ret} {{\n\
+                 let __ra: usize = crate::caller!();\n\
+                 {body}(__ra, crate::fort::fwd(&{s08}, c\"{target}\"), {fcall})\n}}"
+            )
+            .unwrap();
+        };
+        entry08(&format!("{lower}_f08_"), &format!("{lower}_f08_"));
+    }
+    out
+}
+
+/// Fortran functions the hand-written code in `src/fort.rs` handles.
+pub(crate) const FORTRAN_HAND_WRITTEN: &[&str] = &[
+    "MPI_Init",
+    "MPI_Init_thread",
+    "MPI_Finalize",
+    "MPI_Abort",
+    "MPI_Pcontrol",
+];
+
+/// Generates `$OUT_DIR/fortran.rs`; returns the Fortran functions (C names)
+/// that need a function id.
+pub(crate) fn gen_fortran(
+    funcs: &BTreeMap<String, Func>,
+    events: &BTreeMap<&str, &Event>,
+    flavor: &str,
+) -> (String, Vec<String>, usize) {
+    let mut code = String::from(
+        "#[allow(unused_imports)]\nuse mpiover_mpisys::*;\n#[allow(unused_imports)]\nuse crate::rt::Handle as _;\n",
+    );
+    // Open MPI: every Fortran entry point calls PMPI_* directly, all need
+    // wrappers. MPICH: mpif.h / `use mpi` and the `_f08ts_` entry points
+    // (choice buffers) call the C MPI_* functions, which the C wrappers see
+    // (the binding library's frames are skipped to find the .f90 line);
+    // only the other `use mpi_f08` entry points (`mpi_wait_f08_`, ...) call
+    // PMPI_* and need wrappers.
+    let f77 = match flavor {
+        "openmpi" => true,
+        "mpich" => false,
+        _ => return (code, Vec::new(), 0),
+    };
+    let mut names = Vec::new();
+    let mut count = 0;
+    for ff in fortran_from_c(funcs) {
+        let hand = FORTRAN_HAND_WRITTEN.contains(&ff.mixed.as_str());
+        if !hand {
+            let c = funcs.get(&ff.mixed);
+            let e = events.get(ff.mixed.as_str()).copied();
+            code.push_str(&gen_fortran_body(&ff, c, e));
+        }
+        code.push_str(&gen_fortran_entries(&ff, hand, f77));
+        names.push(ff.mixed.clone());
+        count += 1;
+    }
+    (code, names, count)
+}
