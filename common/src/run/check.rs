@@ -1,0 +1,158 @@
+//! The records of a run checked together: one per rank, the same run, the
+//! same world size; what is missing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::record::Record;
+
+use super::*;
+
+/// What the cross-record checks need of one record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankInfo {
+    pub path: PathBuf,
+    pub run_id: String,
+    pub rank: u32,
+    pub ranks: u32,
+    pub finished: String,
+}
+
+impl RankInfo {
+    pub fn of(path: &Path, rec: &Record) -> RankInfo {
+        RankInfo {
+            path: path.to_path_buf(),
+            run_id: rec.run_id.clone(),
+            rank: rec.rank,
+            ranks: rec.ranks,
+            finished: rec.finished.clone(),
+        }
+    }
+}
+
+/// Checks records against each other, one [`RankInfo`] at a time. Feed them in
+/// file order for deterministic messages (the first file is the reference).
+#[derive(Debug, Default)]
+pub struct RunCheck {
+    first: Option<RankInfo>,
+    seen: BTreeMap<u32, PathBuf>,
+    not_finalized: BTreeMap<String, Vec<u32>>,
+}
+
+/// The outcome of a successful check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    pub run_id: String,
+    /// World size the records agree on.
+    pub ranks: u32,
+    /// Ranks that have a record, sorted.
+    pub present: Vec<u32>,
+    pub warnings: Vec<RunWarning>,
+}
+
+impl RunCheck {
+    pub fn new() -> RunCheck {
+        RunCheck::default()
+    }
+
+    pub fn add(&mut self, info: RankInfo) -> Result<(), RunError> {
+        if let Some(first) = &self.first {
+            if info.run_id != first.run_id {
+                return Err(RunError::MixedRuns {
+                    path: info.path,
+                    found: info.run_id,
+                    first: first.path.clone(),
+                    expected: first.run_id.clone(),
+                });
+            }
+            if info.ranks != first.ranks {
+                return Err(RunError::InconsistentRanks {
+                    path: info.path,
+                    found: info.ranks,
+                    first: first.path.clone(),
+                    expected: first.ranks,
+                });
+            }
+        }
+        if info.rank >= info.ranks {
+            return Err(RunError::RankOutOfRange {
+                path: info.path,
+                rank: info.rank,
+                ranks: info.ranks,
+            });
+        }
+        if let Some(prev) = self.seen.get(&info.rank) {
+            return Err(RunError::DuplicateRank {
+                rank: info.rank,
+                first: prev.clone(),
+                path: info.path,
+            });
+        }
+        self.seen.insert(info.rank, info.path.clone());
+        if info.finished != "finalize" {
+            self.not_finalized
+                .entry(info.finished.clone())
+                .or_default()
+                .push(info.rank);
+        }
+        if self.first.is_none() {
+            self.first = Some(info);
+        }
+        Ok(())
+    }
+
+    /// Ends the check; `None` when no record was added.
+    pub fn finish(self) -> Option<RunSummary> {
+        let first = self.first?;
+        let present: Vec<u32> = self.seen.keys().copied().collect();
+        let mut warnings = Vec::new();
+        if present.len() < first.ranks as usize {
+            let missing: Vec<u32> = (0..first.ranks)
+                .filter(|r| !self.seen.contains_key(r))
+                .collect();
+            warnings.push(RunWarning::MissingRanks {
+                missing,
+                ranks: first.ranks,
+            });
+        }
+        for (how, mut ranks) in self.not_finalized {
+            ranks.sort_unstable();
+            warnings.push(RunWarning::NotFinalized { how, ranks });
+        }
+        Some(RunSummary {
+            run_id: first.run_id,
+            ranks: first.ranks,
+            present,
+            warnings,
+        })
+    }
+}
+
+/// A whole run in memory.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub dir: PathBuf,
+    /// Records in rank order.
+    pub records: Vec<Record>,
+    pub summary: RunSummary,
+}
+
+/// Reads and checks every record of a run directory, sequentially, keeping
+/// them all. Fine for small runs; the report streams instead.
+pub fn load_run(dir: impl AsRef<Path>) -> Result<Run, RunError> {
+    let rd = RunDir::open(dir)?;
+    let mut check = RunCheck::new();
+    let mut records = Vec::with_capacity(rd.files.len());
+    for f in &rd.files {
+        let rec = read_record(f)?;
+        check.add(RankInfo::of(f, &rec))?;
+        records.push(rec);
+    }
+    records.sort_by_key(|r| r.rank);
+    let summary = check.finish().expect("a listed run directory has records");
+    Ok(Run {
+        dir: rd.path,
+        records,
+        summary,
+    })
+}

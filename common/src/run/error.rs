@@ -1,0 +1,130 @@
+//! What can be wrong with a run directory or a record, and the warnings a
+//! readable run may still carry.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::record::RECORD_SCHEMA;
+
+/// Why a run directory or one of its records cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("run directory {} does not exist", .0.display())]
+    NotFound(PathBuf),
+    #[error("{} is not a directory: give the run directory that holds the rank-NNNNNN.json records", .0.display())]
+    NotADirectory(PathBuf),
+    #[error("cannot read run directory {}: {source}", path.display())]
+    ReadDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("run directory {} holds no rank records (rank-NNNNNN.json){}", path.display(),
+        if *other_files > 0 { format!("; it has {other_files} other file(s): is it the right directory?") } else { String::new() })]
+    Empty { path: PathBuf, other_files: usize },
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: truncated record (the JSON ends early, at line {line} column {column}); the rank was probably killed while writing it: remove the file to report on the other ranks", path.display())]
+    Truncated {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+    },
+    #[error("{}: not a valid {RECORD_SCHEMA} record: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{}: {}, expected \"{RECORD_SCHEMA}\" (a file of another tool or of another version of mpiover)", path.display(),
+        match found { Some(s) => format!("schema is {s:?}"), None => "no \"schema\" field".to_string() })]
+    Schema {
+        path: PathBuf,
+        found: Option<String>,
+    },
+    #[error("{}: {what}", path.display())]
+    Invalid { path: PathBuf, what: String },
+    #[error("records of two runs are mixed: {} is from run {found:?} but {} is from run {expected:?}; give a directory that holds one run", path.display(), first.display())]
+    MixedRuns {
+        path: PathBuf,
+        found: String,
+        first: PathBuf,
+        expected: String,
+    },
+    #[error("rank {rank} has two records: {} and {}", first.display(), path.display())]
+    DuplicateRank {
+        rank: u32,
+        first: PathBuf,
+        path: PathBuf,
+    },
+    #[error("inconsistent number of ranks: {} says the run has {found} ranks but {} says {expected}", path.display(), first.display())]
+    InconsistentRanks {
+        path: PathBuf,
+        found: u32,
+        first: PathBuf,
+        expected: u32,
+    },
+    #[error("{}: rank {rank} is not below the number of ranks ({ranks})", path.display())]
+    RankOutOfRange {
+        path: PathBuf,
+        rank: u32,
+        ranks: u32,
+    },
+}
+
+/// Something the reader of a report should know, which does not stop it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunWarning {
+    /// Ranks of `0..ranks` without a record.
+    MissingRanks { missing: Vec<u32>, ranks: u32 },
+    /// Ranks whose record was written at exit or on a signal rather than at
+    /// `MPI_Finalize`: their figures stop there. `how` is the record's `finished`.
+    NotFinalized { how: String, ranks: Vec<u32> },
+}
+
+impl fmt::Display for RunWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunWarning::MissingRanks { missing, ranks } => write!(
+                f,
+                "{} of {ranks} ranks have no record ({}): they were probably killed before writing it; the report covers the other {}",
+                missing.len(),
+                rank_list(missing, 10),
+                *ranks as usize - missing.len()
+            ),
+            RunWarning::NotFinalized { how, ranks } => write!(
+                f,
+                "{} rank(s) wrote their record at {how}, not at MPI_Finalize ({}): their figures stop there",
+                ranks.len(),
+                rank_list(ranks, 10)
+            ),
+        }
+    }
+}
+
+/// `0-3, 7, 9-12` for a sorted list, with at most `max` groups shown.
+pub fn rank_list(ranks: &[u32], max: usize) -> String {
+    let mut groups: Vec<(u32, u32)> = Vec::new();
+    for &r in ranks {
+        match groups.last_mut() {
+            Some((_, hi)) if *hi + 1 == r => *hi = r,
+            _ => groups.push((r, r)),
+        }
+    }
+    let mut parts: Vec<String> = groups
+        .iter()
+        .take(max)
+        .map(|&(lo, hi)| {
+            if lo == hi {
+                format!("rank {lo}")
+            } else {
+                format!("ranks {lo}-{hi}")
+            }
+        })
+        .collect();
+    if groups.len() > max {
+        parts.push(format!("and {} more", groups.len() - max));
+    }
+    parts.join(", ")
+}

@@ -1,0 +1,225 @@
+//! Loading and checking a run directory: every rank's record (`rank-NNNNNN.json`).
+//!
+//! The checks are split so that a reader can stream: [`RunDir::open`] lists the
+//! record files (missing, not a directory, empty), [`read_record`] parses one
+//! file and checks its schema and internal consistency, and [`RunCheck`] checks
+//! the records against each other (one run, no duplicate rank, the same number
+//! of ranks) from a small [`RankInfo`] per record, so that the records
+//! themselves need not be kept. [`load_run`] does all three for callers that
+//! want every record in memory.
+//!
+//! Problems that make the directory unusable are [`RunError`]s, each naming the
+//! file and what is wrong with it. Problems that leave a usable report (ranks
+//! without a record, ranks that were killed) are [`RunWarning`]s.
+
+mod check;
+mod error;
+mod record_file;
+
+pub use check::*;
+pub use error::*;
+pub use record_file::*;
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::histogram::Histogram;
+    use crate::record::*;
+
+    fn record(rank: u32, ranks: u32, run_id: &str) -> Record {
+        let mut hist = Histogram::default();
+        hist.record(1000);
+        Record {
+            schema: RECORD_SCHEMA.into(),
+            run_id: run_id.into(),
+            rank,
+            ranks,
+            host: "h".into(),
+            pid: 1,
+            mpi_library: "Open MPI v4.1.4".into(),
+            thread_level: "single".into(),
+            command: vec!["./a".into()],
+            start_unix_s: 0.0,
+            end_unix_s: 1.0,
+            app_time_s: 1.0,
+            mpi_time_s: 0.5,
+            finished: "finalize".into(),
+            timer: Timer {
+                name: "rdtsc".into(),
+                unit_s: 1e-9,
+                resolution_s: 1e-9,
+                cost_s: 2e-8,
+            },
+            tool: Tool {
+                version: "0.1.0".into(),
+                cost_per_call_s: 5e-8,
+                calls: 10,
+                depth: 1,
+                max_keys: 4096,
+            },
+            profile: None,
+            sites: vec![Site {
+                id: 0,
+                address: "0x1234".into(),
+                module: None,
+                build_id: None,
+                offset: None,
+                function: Some("main".into()),
+                symbol: None,
+                file: Some("a.c".into()),
+                line: Some(3),
+                inlined_into: vec![],
+                note: None,
+            }],
+            functions: vec![],
+            entries: vec![Entry {
+                site: 0,
+                function: "MPI_Recv".into(),
+                p: ranks,
+                bytes: 8,
+                peer: Some(0),
+                role: None,
+                completes: None,
+                post_site: None,
+                requests: None,
+                completed_at: None,
+                count: 1,
+                sum_s: 1e-6,
+                min_s: 1e-6,
+                max_s: 1e-6,
+                tmax_s: None,
+                overhead_s: None,
+                tmax_out_of_range: false,
+                tmax_basis: None,
+                tmax_composed: None,
+                tmax_missing: None,
+                hist,
+            }],
+            folded: Folded::default(),
+            warnings: vec![],
+            eager_limit: None,
+        }
+    }
+
+    fn tmpdir(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("mpiover-run-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn write(dir: &Path, rec: &Record) {
+        std::fs::write(
+            dir.join(rank_file_name(rec.rank)),
+            serde_json::to_vec(rec).unwrap(),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn record_file_names() {
+        assert!(is_record_file_name("rank-000003.json"));
+        assert!(is_record_file_name("rank-12.json"));
+        assert!(!is_record_file_name("rank-.json"));
+        assert!(!is_record_file_name("rank-000003.json.tmp"));
+        assert!(!is_record_file_name("profile.json"));
+    }
+
+    #[test]
+    fn loads_a_run_and_warns_about_missing_ranks() {
+        let d = tmpdir("ok");
+        write(&d, &record(0, 4, "r1"));
+        write(&d, &record(2, 4, "r1"));
+        let mut r3 = record(3, 4, "r1");
+        r3.finished = "signal:SIGTERM".into();
+        write(&d, &r3);
+        std::fs::write(d.join("notes.txt"), "x").unwrap();
+        let run = load_run(&d).unwrap();
+        assert_eq!(run.records.len(), 3);
+        assert_eq!(run.summary.present, vec![0, 2, 3]);
+        assert_eq!(
+            run.summary.warnings[0],
+            RunWarning::MissingRanks {
+                missing: vec![1],
+                ranks: 4
+            }
+        );
+        let w = run.summary.warnings[1].to_string();
+        assert!(w.contains("signal:SIGTERM") && w.contains("rank 3"), "{w}");
+    }
+
+    #[test]
+    fn directory_errors() {
+        let d = tmpdir("dirs");
+        let e = RunDir::open(d.join("nope")).unwrap_err();
+        assert!(matches!(e, RunError::NotFound(_)), "{e}");
+        std::fs::write(d.join("file"), "x").unwrap();
+        let e = RunDir::open(d.join("file")).unwrap_err();
+        assert!(matches!(e, RunError::NotADirectory(_)), "{e}");
+        let empty = d.join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        let e = RunDir::open(&empty).unwrap_err();
+        assert!(e.to_string().contains("holds no rank records"), "{e}");
+    }
+
+    #[test]
+    fn file_errors_name_the_file() {
+        let d = tmpdir("files");
+        let p = d.join("rank-000000.json");
+        let full = serde_json::to_vec(&record(0, 1, "r")).unwrap();
+        let e = parse_record(&p, &full[..full.len() / 2]).unwrap_err();
+        assert!(matches!(e, RunError::Truncated { .. }), "{e}");
+        assert!(e.to_string().contains("rank-000000.json"));
+        let e = parse_record(&p, br#"{"schema": "other/2", "x": 1}"#).unwrap_err();
+        assert!(e.to_string().contains("\"other/2\""), "{e}");
+        let e = parse_record(&p, br#"{"x": 1}"#).unwrap_err();
+        assert!(e.to_string().contains("no \"schema\""), "{e}");
+        let e = parse_record(&p, b"[1, 2]").unwrap_err();
+        assert!(matches!(e, RunError::Parse { .. }), "{e}");
+        let mut r = record(0, 1, "r");
+        r.schema = "mpiover-record/9".into();
+        let e = parse_record(&p, &serde_json::to_vec(&r).unwrap()).unwrap_err();
+        assert!(matches!(e, RunError::Schema { .. }), "{e}");
+        let mut r = record(0, 1, "r");
+        r.entries[0].site = 9;
+        let e = parse_record(&p, &serde_json::to_vec(&r).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("site 9"), "{e}");
+        let e = parse_record(&p, &serde_json::to_vec(&record(3, 2, "r")).unwrap()).unwrap_err();
+        assert!(matches!(e, RunError::RankOutOfRange { .. }), "{e}");
+    }
+
+    #[test]
+    fn cross_record_errors() {
+        let p = |n: &str| PathBuf::from(n);
+        let mut c = RunCheck::new();
+        c.add(RankInfo::of(&p("a"), &record(0, 2, "r1"))).unwrap();
+        let e = c
+            .add(RankInfo::of(&p("b"), &record(1, 2, "r2")))
+            .unwrap_err();
+        assert!(matches!(e, RunError::MixedRuns { .. }), "{e}");
+        let e = c
+            .add(RankInfo::of(&p("b"), &record(1, 3, "r1")))
+            .unwrap_err();
+        assert!(matches!(e, RunError::InconsistentRanks { .. }), "{e}");
+        let e = c
+            .add(RankInfo::of(&p("b"), &record(0, 2, "r1")))
+            .unwrap_err();
+        assert!(e.to_string().contains("rank 0 has two records"), "{e}");
+        c.add(RankInfo::of(&p("c"), &record(1, 2, "r1"))).unwrap();
+        let s = c.finish().unwrap();
+        assert_eq!(s.present, vec![0, 1]);
+        assert!(s.warnings.is_empty());
+    }
+
+    #[test]
+    fn rank_lists_are_compact() {
+        assert_eq!(
+            rank_list(&[0, 1, 2, 5, 7, 8], 10),
+            "ranks 0-2, rank 5, ranks 7-8"
+        );
+        assert_eq!(rank_list(&[0, 2, 4], 2), "rank 0, rank 2, and 1 more");
+    }
+}

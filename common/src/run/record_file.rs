@@ -1,0 +1,180 @@
+//! One record file: found in a run directory, parsed, checked.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::record::{Record, RECORD_SCHEMA};
+
+use super::*;
+
+/// A run directory and its record files, sorted by name (so by rank).
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    pub path: PathBuf,
+    pub files: Vec<PathBuf>,
+}
+
+/// True for a record file name: `rank-<digits>.json`.
+pub fn is_record_file_name(name: &str) -> bool {
+    name.strip_prefix("rank-")
+        .and_then(|s| s.strip_suffix(".json"))
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+impl RunDir {
+    /// Lists the records of a run directory. Other files are ignored.
+    pub fn open(path: impl AsRef<Path>) -> Result<RunDir, RunError> {
+        let path = path.as_ref().to_path_buf();
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(RunError::NotFound(path))
+            }
+            Err(source) => return Err(RunError::ReadDir { path, source }),
+        };
+        if !meta.is_dir() {
+            return Err(RunError::NotADirectory(path));
+        }
+        let rd = std::fs::read_dir(&path).map_err(|source| RunError::ReadDir {
+            path: path.clone(),
+            source,
+        })?;
+        let mut files = Vec::new();
+        let mut other_files = 0;
+        for ent in rd {
+            let ent = ent.map_err(|source| RunError::ReadDir {
+                path: path.clone(),
+                source,
+            })?;
+            let name = ent.file_name();
+            match name.to_str() {
+                Some(n) if is_record_file_name(n) => files.push(ent.path()),
+                _ => other_files += 1,
+            }
+        }
+        if files.is_empty() {
+            return Err(RunError::Empty { path, other_files });
+        }
+        files.sort();
+        Ok(RunDir { path, files })
+    }
+}
+
+/// Reads, parses and checks one record file.
+pub fn read_record(path: &Path) -> Result<Record, RunError> {
+    let bytes = std::fs::read(path).map_err(|source| RunError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_record(path, &bytes)
+}
+
+/// Parses and checks one record; `path` is only used in errors.
+pub fn parse_record(path: &Path, bytes: &[u8]) -> Result<Record, RunError> {
+    #[derive(Deserialize)]
+    struct SchemaOnly {
+        schema: Option<serde_json::Value>,
+    }
+    let schema_error = |v: Option<serde_json::Value>| RunError::Schema {
+        path: path.to_path_buf(),
+        found: v.map(|v| match v {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        }),
+    };
+    match serde_json::from_slice::<Record>(bytes) {
+        Ok(rec) => {
+            if rec.schema != RECORD_SCHEMA {
+                return Err(schema_error(Some(serde_json::Value::String(rec.schema))));
+            }
+            check_record(path, &rec)?;
+            Ok(rec)
+        }
+        Err(e) if e.is_eof() => Err(RunError::Truncated {
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+        }),
+        Err(e) => {
+            // A JSON object of another shape: say whose it is rather than
+            // which field is missing.
+            match serde_json::from_slice::<SchemaOnly>(bytes) {
+                Ok(s) if s.schema.as_ref().and_then(|v| v.as_str()) != Some(RECORD_SCHEMA) => {
+                    Err(schema_error(s.schema))
+                }
+                _ => Err(RunError::Parse {
+                    path: path.to_path_buf(),
+                    source: e,
+                }),
+            }
+        }
+    }
+}
+
+/// The internal consistency of one record: the rank is in range, every entry
+/// names a known site, histograms are well formed, figures are finite.
+pub fn check_record(path: &Path, rec: &Record) -> Result<(), RunError> {
+    let invalid = |what: String| RunError::Invalid {
+        path: path.to_path_buf(),
+        what,
+    };
+    if rec.ranks == 0 {
+        return Err(invalid("\"ranks\" is 0".into()));
+    }
+    if rec.rank >= rec.ranks {
+        return Err(RunError::RankOutOfRange {
+            path: path.to_path_buf(),
+            rank: rec.rank,
+            ranks: rec.ranks,
+        });
+    }
+    if !(rec.timer.unit_s.is_finite() && rec.timer.unit_s > 0.0) {
+        return Err(invalid(format!(
+            "timer.unit_s is {}, expected a positive number of seconds",
+            rec.timer.unit_s
+        )));
+    }
+    for (name, v) in [
+        ("app_time_s", rec.app_time_s),
+        ("mpi_time_s", rec.mpi_time_s),
+    ] {
+        if !v.is_finite() || v < 0.0 {
+            return Err(invalid(format!("{name} is {v}")));
+        }
+    }
+    let mut ids: Vec<u32> = rec.sites.iter().map(|s| s.id).collect();
+    ids.sort_unstable();
+    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(invalid(format!("site id {} is defined twice", w[0])));
+    }
+    for (i, e) in rec.entries.iter().enumerate() {
+        if ids.binary_search(&e.site).is_err() {
+            return Err(invalid(format!(
+                "entries[{i}] ({}) refers to site {} which is not in \"sites\"",
+                e.function, e.site
+            )));
+        }
+        if let Some(ps) = e.post_site {
+            if ids.binary_search(&ps).is_err() {
+                return Err(invalid(format!(
+                    "entries[{i}] ({}) refers to post_site {ps} which is not in \"sites\"",
+                    e.function
+                )));
+            }
+        }
+        if !e.hist.is_valid() {
+            return Err(invalid(format!(
+                "entries[{i}] ({}): malformed histogram",
+                e.function
+            )));
+        }
+        if !e.sum_s.is_finite() || e.sum_s < 0.0 {
+            return Err(invalid(format!(
+                "entries[{i}] ({}): sum_s is {}",
+                e.function, e.sum_s
+            )));
+        }
+    }
+    Ok(())
+}
