@@ -43,6 +43,8 @@
 
 use std::time::Duration;
 
+use mpiover_common::profile::StopReason;
+
 use crate::clock::Clock;
 use crate::mpi::{self, Comm};
 use crate::pattern::{self, Bufs, Kind};
@@ -108,7 +110,7 @@ pub struct Outcome {
     /// First window of the job without the learned slack, seconds.
     pub window_base_s: f64,
     pub growths: u32,
-    pub stop: String,
+    pub stop: Option<StopReason>,
     pub elapsed_s: f64,
 }
 
@@ -256,7 +258,7 @@ pub fn run_job(
     let mut window = (out.window_base_s + s.window_slack_s).clamp(s.window_min_s, s.window_max_s);
     let mut lead = s.lead_s;
     let mut w_count: u64 = 0;
-    let mut stop: Option<String> = None;
+    let mut stop: Option<StopReason> = None;
     let mut bad_at_max = 0u32;
     // Windows of the first batch: enough for min_samples of the slowest entry.
     let need_windows = |out: &Outcome, target: u64| -> u64 {
@@ -477,13 +479,17 @@ pub fn run_job(
             }
         }
         if all_done {
-            stop = Some(if hit_max { "max_samples" } else { "stable" }.to_string());
+            stop = Some(if hit_max {
+                StopReason::MaxSamples
+            } else {
+                StopReason::Stable
+            });
         } else if crate::clock::raw_now() >= deadline {
-            stop = Some("time_budget".into());
+            stop = Some(StopReason::TimeBudget);
         } else if elapsed + window * 8.0 >= s.entry_budget_s {
-            stop = Some("entry_budget".into());
+            stop = Some(StopReason::EntryBudget);
         } else if bad_at_max >= 3 {
-            stop = Some("window_max".into());
+            stop = Some(StopReason::WindowMax);
         } else {
             // Next batch: what the slowest entry still needs to reach the
             // minimum, else a quarter more for the stopping rule.
@@ -509,7 +515,7 @@ pub fn run_job(
             v.truncate(s.stats.max_samples as usize);
         }
         out.window_s = window;
-        out.stop = stop.unwrap_or_default();
+        out.stop = stop;
         out.elapsed_s = clock.now() - t_job0;
         Some(out)
     } else {

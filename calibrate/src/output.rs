@@ -1,7 +1,8 @@
 //! The profile the calibration writes: a new one or the one resumed, one
 //! entry per measured key.
 
-use mpiover_common::profile::{unix_now, Entry, Key, Method, Profile, RunInfo};
+use mpiover_common::profile::{unix_now, Entry, FitModel, Key, Method, Profile, RunInfo};
+use mpiover_stats::ModelKind;
 
 use crate::args::Args;
 use crate::measure;
@@ -168,7 +169,10 @@ pub(crate) fn make_entry(
         q90_s: s.q90_s,
         q99_s: s.q99_s,
         tmax_s: fit.tmax_s,
-        model: fit.model,
+        model: fit.model.map(|k| match k {
+            ModelKind::Poisson => FitModel::Poisson,
+            ModelKind::Exponential => FitModel::Exponential,
+        }),
         lambda: fit.lambda,
         chi2: fit.chi2,
         df: fit.df,
@@ -177,7 +181,7 @@ pub(crate) fn make_entry(
         fallback: fit.fallback,
         bin_width_s: fit.bin_width_s,
         window_s: windowed.then_some(out.window_s),
-        stop: Some(out.stop.clone()),
+        stop: out.stop,
         sum_s: Some(sample.iter().sum()),
         elapsed_s: Some(out.elapsed_s),
         note,

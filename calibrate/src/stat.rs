@@ -18,7 +18,7 @@ pub struct StatOpts {
 #[derive(Debug, Clone, Default)]
 pub struct Fitted {
     pub tmax_s: f64,
-    pub model: Option<String>,
+    pub model: Option<mpiover_stats::ModelKind>,
     pub lambda: Option<f64>,
     pub chi2: Option<f64>,
     pub df: Option<u64>,
@@ -64,16 +64,13 @@ impl StatOpts {
 /// accepted: the empirical q_max quantile, `fallback`).
 pub fn fit_sample(sample: &[f64], o: &StatOpts) -> Result<Fitted, String> {
     let r = fit(sample, &o.fit_options()).map_err(|e| e.to_string())?;
-    let chosen = r
-        .chosen
-        .as_deref()
-        .and_then(|c| r.models.iter().find(|m| m.name == c));
+    let chosen = r.chosen.and_then(|c| r.models.iter().find(|m| m.kind == c));
     // The model fields describe the chosen model, or the best-fitting
     // (lowest chi-square) one when every model was rejected.
     let shown = chosen.or_else(|| r.models.iter().min_by(|a, b| a.chi2.total_cmp(&b.chi2)));
     Ok(Fitted {
         tmax_s: r.tmax_s,
-        model: chosen.map(|m| m.name.clone()),
+        model: chosen.map(|m| m.kind),
         lambda: shown.map(|m| m.lambda),
         chi2: shown.map(|m| m.chi2),
         df: shown.map(|m| m.df as u64),

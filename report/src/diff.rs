@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Report, SiteReport, WaitState};
+use crate::model::{DiffStatus, RankedBy, Report, SiteReport, WaitState};
 
 pub const DIFF_SCHEMA: &str = "mpiover-diff/1";
 
@@ -16,7 +16,7 @@ pub struct DiffReport {
     pub a: DiffRun,
     pub b: DiffRun,
     /// `overhead` when both runs have overhead, else `time`.
-    pub compared_by: String,
+    pub compared_by: RankedBy,
     pub sites: Vec<DiffSite>,
 }
 
@@ -47,7 +47,7 @@ pub struct DiffSite {
     pub function: Option<String>,
     pub location: String,
     /// `worse`, `better`, `same`, `new` (only in B) or `gone` (only in A).
-    pub status: String,
+    pub status: DiffStatus,
     pub a: Option<Side>,
     pub b: Option<Side>,
     /// B - A.
@@ -78,14 +78,14 @@ fn run(r: &Report) -> DiffRun {
 }
 
 /// A change counts when it exceeds 5 % of the larger value and 1 us.
-fn status(a: f64, b: f64) -> &'static str {
+fn status(a: f64, b: f64) -> DiffStatus {
     let d = b - a;
     if d.abs() <= (0.05 * a.abs().max(b.abs())).max(1e-6) {
-        "same"
+        DiffStatus::Same
     } else if d > 0.0 {
-        "worse"
+        DiffStatus::Worse
     } else {
-        "better"
+        DiffStatus::Better
     }
 }
 
@@ -120,8 +120,8 @@ pub fn diff(a: &Report, b: &Report) -> DiffReport {
         .map(|(_, (sa, sb))| {
             let any = sa.or(sb).expect("one side exists");
             let st = match (sa, sb) {
-                (Some(_), None) => "gone",
-                (None, Some(_)) => "new",
+                (Some(_), None) => DiffStatus::Gone,
+                (None, Some(_)) => DiffStatus::New,
                 _ => status(metric(sa), metric(sb)),
             };
             let ovh = |s: Option<&SiteReport>| s.and_then(|s| s.overhead_s);
@@ -131,7 +131,7 @@ pub fn diff(a: &Report, b: &Report) -> DiffReport {
                 line: any.line,
                 function: any.function.clone(),
                 location: any.location.clone(),
-                status: st.into(),
+                status: st,
                 a: sa.map(side),
                 b: sb.map(side),
                 delta_time_s: sb.map_or(0.0, |s| s.time_s) - sa.map_or(0.0, |s| s.time_s),
@@ -157,7 +157,11 @@ pub fn diff(a: &Report, b: &Report) -> DiffReport {
         schema: DIFF_SCHEMA.into(),
         a: run(a),
         b: run(b),
-        compared_by: if by_ovh { "overhead" } else { "time" }.into(),
+        compared_by: if by_ovh {
+            RankedBy::Overhead
+        } else {
+            RankedBy::Time
+        },
         sites,
     }
 }

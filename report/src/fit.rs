@@ -280,7 +280,7 @@ fn render_text(name: &str, r: &FitResult) -> String {
         let _ = writeln!(
             s,
             "  {:<12} {:<38} {:>10.2} {:>4} {:>10} {:>8}  {verdict}{}",
-            m.name,
+            m.kind,
             lambda_text(m, r.bin_width_s),
             m.chi2,
             m.df,

@@ -33,7 +33,7 @@ macro_rules! spelled {
 
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
+                f.pad(self.as_str())
             }
         }
     };
@@ -72,6 +72,19 @@ spelled! {
         Arrival = "arrival",
         /// The root of a one-to-all collective its non-roots waited for.
         Root = "root",
+    }
+}
+
+spelled! {
+    /// How a site changed between two runs (`mpiover diff`).
+    DiffStatus {
+        Worse = "worse",
+        Better = "better",
+        Same = "same",
+        /// Only in the second run.
+        New = "new",
+        /// Only in the first run.
+        Gone = "gone",
     }
 }
 

@@ -247,7 +247,7 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
         };
         let model = match (&e.model, e.accepted, e.fallback) {
             (_, _, true) => "empirical".to_string(),
-            (Some(m), true, _) => m.clone(),
+            (Some(m), true, _) => m.to_string(),
             (Some(m), false, _) => format!("{m}?"),
             (None, _, _) => "-".to_string(),
         };

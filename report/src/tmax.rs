@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use mpiover_common::completion::{resolve, KeyRef, Missing};
-use mpiover_common::profile::{Basis, Environment, Profile};
+use mpiover_common::profile::{Basis, Environment, FitModel, Profile};
 use mpiover_stats::ModelKind;
 
 /// tmax of one call.
@@ -113,11 +113,11 @@ pub fn retarget(profile: &mut Profile, q: f64) -> Result<usize, mpiover_stats::S
     let resolution = profile.environment.timer.resolution_s;
     let mut approx = 0;
     for e in &mut profile.entries {
-        let kind = match e.model.as_deref() {
-            Some("poisson") => Some(ModelKind::Poisson),
-            Some("exponential") => Some(ModelKind::Exponential),
-            _ => None,
-        };
+        // The profile's model names and the statistics' model families.
+        let kind = e.model.map(|m| match m {
+            FitModel::Poisson => ModelKind::Poisson,
+            FitModel::Exponential => ModelKind::Exponential,
+        });
         let fitted = match (kind, e.lambda, e.bin_width_s) {
             (Some(k), Some(l), Some(w)) => k.with_lambda(l, w).map(|m| (m, w)),
             _ => None,

@@ -345,7 +345,7 @@ fn write_fixture_profile(path: &Path, mpi_library: &str) {
             ..Default::default()
         },
         Method {
-            sync: "window".into(),
+            sync: mpiover_common::profile::SyncMethod::Window,
             q_max: 0.9,
             alpha: 0.05,
             ..Default::default()

@@ -77,7 +77,7 @@ fn write_profile(path: &Path, run: &str, scale: f64) {
     let mut p = Profile::new(
         env,
         Method {
-            sync: "window".into(),
+            sync: mpiover_common::profile::SyncMethod::Window,
             q_max: 0.99,
             alpha: 0.05,
             ..Default::default()

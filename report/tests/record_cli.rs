@@ -109,7 +109,7 @@ fn write_profile(path: &Path) {
             ..Default::default()
         },
         Method {
-            sync: "window".into(),
+            sync: mpiover_common::profile::SyncMethod::Window,
             q_max: 0.99,
             alpha: 0.05,
             ..Default::default()

@@ -97,7 +97,9 @@ fn main() {
         for n in [1_000usize, 100_000] {
             let v = gen(n, 42);
             let chosen = match fit(&v, &opts) {
-                Ok(r) => r.chosen.unwrap_or_else(|| "fallback".to_string()),
+                Ok(r) => r
+                    .chosen
+                    .map_or_else(|| "fallback".to_string(), |k| k.to_string()),
                 Err(e) => format!("error: {e}"),
             };
             let (best, median) = time(

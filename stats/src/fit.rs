@@ -102,11 +102,9 @@ impl FitOptions {
 /// One model fitted to the sample.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelFit {
-    /// The family.
-    #[serde(skip)]
+    /// The family (JSON: `name`, "poisson" or "exponential").
+    #[serde(rename = "name")]
     pub kind: ModelKind,
-    /// "poisson" or "exponential".
-    pub name: String,
     /// The parameter used: in classes for Poisson, in 1/s for the exponential.
     pub lambda: f64,
     /// "classes" or "1/s".
@@ -170,8 +168,8 @@ pub struct FitResult {
     pub alpha: f64,
     /// The models, in the order of [`ModelKind::ALL`].
     pub models: Vec<ModelFit>,
-    /// Name of the chosen model; None when every model was rejected.
-    pub chosen: Option<String>,
+    /// The chosen model; None when every model was rejected.
+    pub chosen: Option<ModelKind>,
     /// tmax, seconds.
     pub tmax_s: f64,
     /// tmax - min(S), seconds.
@@ -200,8 +198,7 @@ pub struct FitResult {
 impl FitResult {
     /// The chosen model's family.
     pub fn chosen_kind(&self) -> Option<ModelKind> {
-        let name = self.chosen.as_deref()?;
-        ModelKind::ALL.into_iter().find(|k| k.name() == name)
+        self.chosen
     }
 
     /// The fit of one family.
@@ -217,7 +214,7 @@ impl FitResult {
                 format!(
                     "the {} model fits the errors (chi-square {:.2} <= {:.2} at alpha = {}){}; \
                      tmax is its {} quantile",
-                    m.name,
+                    m.kind,
                     m.chi2,
                     m.critical.unwrap_or(0.0),
                     self.alpha,
@@ -282,7 +279,6 @@ fn fit_model(kind: ModelKind, h: &Histogram, q: QMax, opts: &FitOptions) -> Opti
     let terr = model.terr_max_s(q, w, h.binning().resolution_s);
     Some(ModelFit {
         kind,
-        name: kind.name().to_string(),
         lambda: model.lambda(),
         lambda_unit: kind.lambda_unit().to_string(),
         lambda_mle: mle.lambda(),
@@ -327,14 +323,14 @@ fn fit_histogram(sample: &Sample, h: &Histogram, q: QMax, opts: &FitOptions) -> 
         if m.verdict == Verdict::Untestable {
             notes.push(format!(
                 "{}: only {} class(es) remain after merging to expected counts >= {}, too few to test",
-                m.name,
+                m.kind,
                 m.classes.len(),
                 opts.min_expected
             ));
         }
     }
     let (chosen, tmax_s, ci) = match best {
-        Some(m) => (Some(m.name.clone()), m.tmax_s, None),
+        Some(m) => (Some(m.kind), m.tmax_s, None),
         None => {
             let ci = quantile_ci_with_coverage(n, q.get(), opts.ci_level);
             match ci {

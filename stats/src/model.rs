@@ -113,7 +113,8 @@ impl ModelKind {
 
 impl std::fmt::Display for ModelKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        // `pad`: widths and alignment in format strings apply.
+        f.pad(self.name())
     }
 }
 

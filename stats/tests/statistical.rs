@@ -42,7 +42,7 @@ fn check_sane(r: &FitResult) {
             assert!(
                 m.chi2 < m.chi2_mle,
                 "{}: refined but chi2 {} >= {}",
-                m.name,
+                m.kind,
                 m.chi2,
                 m.chi2_mle
             );
@@ -55,7 +55,7 @@ fn check_sane(r: &FitResult) {
             assert!(
                 m.classes.iter().all(|g| g.expected >= 5.0 - 1e-9),
                 "{}",
-                m.name
+                m.kind
             );
             assert_eq!(m.df, m.classes.len() - 2);
         }

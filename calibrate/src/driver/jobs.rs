@@ -247,7 +247,11 @@ impl Driver<'_> {
                     function: key.function.clone(),
                     p: key.p,
                     bytes: key.bytes,
-                    reason: format!("no valid sample ({}; {} dropped)", out.stop, out.invalid[e]),
+                    reason: format!(
+                        "no valid sample ({}; {} dropped)",
+                        out.stop.map_or("no stop", |s| s.as_str()),
+                        out.invalid[e]
+                    ),
                 }),
             }
         }

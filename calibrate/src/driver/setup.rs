@@ -1,6 +1,6 @@
 //! Step 1: everything the measurements need, decided or exchanged once.
 
-use mpiover_common::profile::{iso8601_utc, unix_now, Method, WindowRule};
+use mpiover_common::profile::{iso8601_utc, unix_now, Method, SyncMethod, WindowRule};
 
 use super::{Driver, Fail, Topology};
 use crate::args::{Args, SyncArg};
@@ -133,8 +133,8 @@ impl<'a> Driver<'a> {
 fn method_of(a: &Args, plan: &Plan, seed: u64) -> Method {
     Method {
         sync: match a.sync {
-            SyncArg::Window => "window".into(),
-            SyncArg::Barrier => "barrier".into(),
+            SyncArg::Window => SyncMethod::Window,
+            SyncArg::Barrier => SyncMethod::Barrier,
         },
         clock_sync: None,
         window: (a.sync == SyncArg::Window).then(|| WindowRule {

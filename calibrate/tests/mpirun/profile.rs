@@ -84,7 +84,7 @@ pub(crate) fn profile_has_roles_pairs_environment_and_method() {
     assert!(env.date.ends_with('Z') && !env.tool_version.is_empty());
     assert!(env.command.iter().any(|a| a == "--quick"));
     let m = &p.method;
-    assert_eq!(m.sync, "window");
+    assert_eq!(m.sync.as_str(), "window");
     assert_eq!((m.q_max, m.alpha, m.min_samples), (0.99, 0.05, 200));
     // --quick has no run budget (it measures its whole grid), it is paced.
     assert!(m.quick && m.time_budget_s.is_none());

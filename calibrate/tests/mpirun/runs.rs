@@ -297,7 +297,7 @@ pub(crate) fn time_budget_is_total_and_resume_completes_a_window_sync_run() {
     );
     for e in &first.entries {
         assert!(
-            ["stable", "max_samples", "time_budget"].contains(&e.stop.as_deref().unwrap()),
+            ["stable", "max_samples", "time_budget"].contains(&e.stop.unwrap().as_str()),
             "{:?}",
             e.stop
         );
@@ -321,7 +321,7 @@ pub(crate) fn time_budget_is_total_and_resume_completes_a_window_sync_run() {
     };
     ok(&out);
     let done = Profile::load(&f).unwrap();
-    assert_eq!(done.method.sync, "window");
+    assert_eq!(done.method.sync.as_str(), "window");
     assert_eq!(done.method.time_budget_s, Some(600.0));
     assert_eq!(done.entries.len(), all);
     assert!(done.runs[0].complete && done.skipped.is_empty());

@@ -133,7 +133,7 @@ pub(crate) fn late_ranks_invalidate_windows_which_are_dropped_and_counted() {
     let pb = Profile::load(&fb).unwrap();
     let eb = &pb.entries[0];
     assert_eq!(eb.n_invalid, 0);
-    assert_eq!(pb.method.sync, "barrier");
+    assert_eq!(pb.method.sync.as_str(), "barrier");
     assert!(eb.window_s.is_none());
     assert!(eb.q90_s.unwrap() >= 0.9 * delay, "q90 {:?}", eb.q90_s);
     let _ = std::fs::remove_dir_all(&d);

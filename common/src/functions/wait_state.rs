@@ -63,7 +63,7 @@ impl WaitState {
 
 impl std::fmt::Display for WaitState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

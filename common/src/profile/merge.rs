@@ -57,9 +57,9 @@ pub fn combine_runs(base: &Entry, runs: Vec<EntryRun>) -> Entry {
     e.elapsed_s = all(&runs, |r| r.elapsed_s).map(|v| v.into_iter().sum());
     e.window_s = runs.iter().filter_map(|r| r.window_s).reduce(f64::max);
     e.hosts = runs.iter().map(|r| r.hosts).max().unwrap_or(base.hosts);
-    e.stop = top.stop.clone();
+    e.stop = top.stop;
     e.tmax_s = top.tmax_s;
-    e.model = top.model.clone();
+    e.model = top.model;
     e.lambda = top.lambda;
     e.chi2 = top.chi2;
     e.df = top.df;

@@ -129,12 +129,88 @@ pub struct TimerInfo {
     pub cost_s: f64,
 }
 
+/// The error model a tmax was fitted with (`docs/method.md`, "tmax from a
+/// sample: error models").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FitModel {
+    Poisson,
+    Exponential,
+}
+
+impl FitModel {
+    /// The spelling of the profile file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FitModel::Poisson => "poisson",
+            FitModel::Exponential => "exponential",
+        }
+    }
+}
+
+/// Why the calibration stopped sampling an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The stopping rule: tmax stable over the last samples.
+    Stable,
+    MaxSamples,
+    EntryBudget,
+    TimeBudget,
+    /// Windows stayed invalid at the largest window size.
+    WindowMax,
+}
+
+impl StopReason {
+    /// The spelling of the profile file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Stable => "stable",
+            StopReason::MaxSamples => "max_samples",
+            StopReason::EntryBudget => "entry_budget",
+            StopReason::TimeBudget => "time_budget",
+            StopReason::WindowMax => "window_max",
+        }
+    }
+}
+
+/// How the calibration made ranks start a call together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncMethod {
+    /// Synchronized clocks, one call per window.
+    #[default]
+    Window,
+    /// An `MPI_Barrier` before every call.
+    Barrier,
+}
+
+impl SyncMethod {
+    /// The spelling of the profile file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncMethod::Window => "window",
+            SyncMethod::Barrier => "barrier",
+        }
+    }
+}
+
+macro_rules! display_as_str {
+    ($($t:ty),+) => {$(
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.pad(self.as_str())
+            }
+        }
+    )+};
+}
+display_as_str!(FitModel, StopReason, SyncMethod);
+
 /// How the profile was measured.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Method {
-    /// `window` (synchronized clocks, one call per window) or `barrier`.
-    pub sync: String,
+    pub sync: SyncMethod,
     /// Clock synchronization (window sync only).
     pub clock_sync: Option<ClockSync>,
     pub window: Option<WindowRule>,
@@ -309,7 +385,7 @@ pub struct Entry {
     pub tmax_s: f64,
     /// Chosen model (`poisson`, `exponential`), none when every model was
     /// rejected (then tmax is the empirical q_max quantile, `fallback`).
-    pub model: Option<String>,
+    pub model: Option<FitModel>,
     pub lambda: Option<f64>,
     pub chi2: Option<f64>,
     pub df: Option<u64>,
@@ -327,7 +403,7 @@ pub struct Entry {
     pub window_s: Option<f64>,
     /// Why sampling stopped: `stable`, `max_samples`, `entry_budget`, `time_budget`.
     #[serde(default)]
-    pub stop: Option<String>,
+    pub stop: Option<StopReason>,
     /// Sum of the kept samples (seconds) and wall time spent on the entry.
     #[serde(default)]
     pub sum_s: Option<f64>,
@@ -374,13 +450,13 @@ pub struct EntryRun {
     #[serde(default)]
     pub window_s: Option<f64>,
     #[serde(default)]
-    pub stop: Option<String>,
+    pub stop: Option<StopReason>,
     #[serde(default)]
     pub hosts: u32,
     #[serde(default)]
     pub note: Option<String>,
     pub tmax_s: f64,
-    pub model: Option<String>,
+    pub model: Option<FitModel>,
     pub lambda: Option<f64>,
     pub chi2: Option<f64>,
     pub df: Option<u64>,
@@ -454,11 +530,11 @@ impl Entry {
             sum_s: self.sum_s,
             elapsed_s: self.elapsed_s,
             window_s: self.window_s,
-            stop: self.stop.clone(),
+            stop: self.stop,
             hosts: self.hosts,
             note: self.note.clone(),
             tmax_s: self.tmax_s,
-            model: self.model.clone(),
+            model: self.model,
             lambda: self.lambda,
             chi2: self.chi2,
             df: self.df,

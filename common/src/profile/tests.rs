@@ -25,7 +25,7 @@ fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> E
         q90_s: Some(tmax * 0.9),
         q99_s: Some(tmax * 1.5),
         tmax_s: tmax,
-        model: Some("exponential".into()),
+        model: Some(FitModel::Exponential),
         lambda: Some(1e6),
         chi2: Some(3.0),
         df: Some(4),
@@ -34,7 +34,7 @@ fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> E
         fallback: false,
         bin_width_s: Some(1e-7),
         window_s: Some(1e-4),
-        stop: Some("stable".into()),
+        stop: Some(StopReason::Stable),
         sum_s: Some(tmax * 120.0),
         elapsed_s: Some(0.1),
         note: None,
@@ -301,7 +301,7 @@ fn merge_keeps_both_runs() {
         e.q99_s = e.q99_s.map(|q| q * 1.3);
         e.q90_s = e.q90_s.map(|q| q * 0.8);
         e.sum_s = e.sum_s.map(|x| x * 1.7);
-        e.stop = Some("max_samples".into());
+        e.stop = Some(StopReason::MaxSamples);
         e.note = Some("slow".into());
     }
     b.entries.push(entry("MPI_Scan", 2, 1, None, 1e-6));
@@ -364,7 +364,7 @@ fn merge_keeps_both_runs() {
     // Different synchronization methods are refused, even with force.
     let mut sb = grid();
     sb.runs[0].id = "run-sb".into();
-    sb.method.sync = "barrier".into();
+    sb.method.sync = SyncMethod::Barrier;
     for force in [false, true] {
         let err = Profile::merge(&a, &sb, force).unwrap_err().to_string();
         assert!(

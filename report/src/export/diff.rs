@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::diff::{DiffReport, Side};
+use crate::model::RankedBy;
 use crate::units::{count, secs};
 
 fn signed(s: f64) -> String {
@@ -59,7 +60,7 @@ pub fn text(d: &DiffReport, top: usize) -> Vec<u8> {
         d.compared_by,
         counts.join(", ")
     );
-    let by_ovh = d.compared_by == "overhead";
+    let by_ovh = d.compared_by == RankedBy::Overhead;
     let mut rows: Vec<Vec<String>> = vec![vec![
         "Status".into(),
         "Location".into(),
@@ -77,7 +78,7 @@ pub fn text(d: &DiffReport, top: usize) -> Vec<u8> {
     let f = |s: &Option<Side>, g: &dyn Fn(&Side) -> String| s.as_ref().map_or("-".to_string(), g);
     for s in d.sites.iter().take(top) {
         let mut r = vec![
-            s.status.clone(),
+            s.status.to_string(),
             s.location.clone(),
             s.function.clone().unwrap_or_else(|| "-".into()),
             s.mpi_function.clone(),
@@ -148,7 +149,7 @@ pub fn csv(d: &DiffReport) -> Vec<u8> {
     let opt = |v: Option<String>| v.unwrap_or_default();
     let rows = d.sites.iter().map(|s| {
         [
-            s.status.clone(),
+            s.status.to_string(),
             s.mpi_function.clone(),
             s.file.clone().unwrap_or_default(),
             opt(s.line.map(|l| l.to_string())),

@@ -34,7 +34,7 @@ pub(crate) fn point(function: &str, bytes: u64, role: Option<&str>, tmax_s: f64)
         q90_s: None,
         q99_s: None,
         tmax_s,
-        model: Some("exponential".into()),
+        model: Some(mpiover_common::profile::FitModel::Exponential),
         lambda: None,
         chi2: None,
         df: None,
