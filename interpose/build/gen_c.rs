@@ -1,6 +1,9 @@
 //! The C entry points: an event wrapper or a plain (counted) one per
 //! function.
 
+use proc_macro2::TokenStream;
+use quote::quote;
+
 use super::*;
 
 /// `name` is the wrapped function; `e` its event spec, which for an MPI-4
@@ -8,41 +11,38 @@ use super::*;
 /// the event is then recorded as the base function and only the call count
 /// goes to `name`.
 pub(crate) fn gen_event(name: &str, f: &Func, e: &Event) -> String {
-    let call: Vec<&str> = f.args.iter().map(|(a, _)| a.as_str()).collect();
-    let call = call.join(", ");
-    let pname = format!("P{name}");
     let Parts {
         pre, post, after, ..
     } = event_parts(name, f, e);
-    let args: Vec<String> = f.args.iter().map(|(a, t)| format!("{a}: {t}")).collect();
-    let ret = f
-        .ret
-        .as_ref()
-        .map(|r| format!(" -> {r}"))
-        .unwrap_or_default();
-    format!(
-        "#[no_mangle]\npub unsafe extern \"C\" fn {name}({args}){ret} {{\n\
-         let Some(mut __g) = crate::rt::enter() else {{ return {pname}({call}); }};\n\
-         {pre}\
-         let __t0 = crate::timer::now();\n\
-         let __r = {pname}({call});\n\
-         let __t1 = crate::timer::now();\n\
-         let __ra: usize = crate::caller!();\n\
-         let mut __ev = crate::rt::Ev::new(crate::names::FID_{base});\n\
-         {call_fid}\
-         if __r == 0 {{\n{post}}}\n\
-         __g.event(__ra, &__ev, __t1.wrapping_sub(__t0));\n\
-         {after}\
-         __r\n}}\n",
-        args = args.join(", "),
-        base = e.name,
-        // Only a large-count variant counts its calls apart from its event.
-        call_fid = if e.name == name {
-            String::new()
-        } else {
-            format!("__ev.call_fid = crate::names::FID_{name};\n")
+    let (pre, post, after) = (tokens(&pre), tokens(&post), tokens(&after));
+    let Signature { args, ret, call } = signature(f);
+    let (func, pfunc) = (ident(name), ident(&format!("P{name}")));
+    let base_fid = ident(&format!("FID_{}", e.name));
+    // Only a large-count variant counts its calls apart from its event.
+    let call_fid = (e.name != name).then(|| {
+        let fid = ident(&format!("FID_{name}"));
+        quote! { __ev.call_fid = crate::names::#fid; }
+    });
+    quote! {
+        #[no_mangle]
+        pub unsafe extern "C" fn #func(#(#args),*) #ret {
+            let Some(mut __g) = crate::rt::enter() else { return #pfunc(#(#call),*); };
+            #pre
+            let __t0 = crate::timer::now();
+            let __r = #pfunc(#(#call),*);
+            let __t1 = crate::timer::now();
+            let __ra: usize = crate::caller!();
+            let mut __ev = crate::rt::Ev::new(crate::names::#base_fid);
+            #call_fid
+            if __r == 0 {
+                #post
+            }
+            __g.event(__ra, &__ev, __t1.wrapping_sub(__t0));
+            #after
+            __r
         }
-    )
+    }
+    .to_string()
 }
 
 /// The event spec of an MPI-4 large-count variant (`MPI_Recv_c`, MPICH 4):
@@ -57,47 +57,76 @@ pub(crate) fn large_count_base<'a>(
 }
 
 pub(crate) fn gen_plain(name: &str, f: &Func) -> String {
-    let call: Vec<&str> = f.args.iter().map(|(a, _)| a.as_str()).collect();
-    let call = call.join(", ");
-    let pname = format!("P{name}");
-    let mut before = String::new();
-    let mut after_call = String::new();
+    let mut before = TokenStream::new();
+    let mut after_call = TokenStream::new();
     if spec::FREES_COMM.contains(&name) {
-        after_call.push_str("crate::rt::comm_freed();");
+        after_call.extend(quote! { crate::rt::comm_freed(); });
     }
     if spec::FREES_TYPE.contains(&name) {
-        after_call.push_str("crate::rt::type_freed();");
+        after_call.extend(quote! { crate::rt::type_freed(); });
     }
     if name == "MPI_Request_free" {
-        let q = &f.args.first().expect("MPI_Request_free has an argument").0;
-        before.push_str(&format!(
-            "if !{q}.is_null() {{ __g.forget((*{q}).bits()); }}"
-        ));
+        let q = ident(&f.args.first().expect("MPI_Request_free has an argument").0);
+        before.extend(quote! { if !#q.is_null() { __g.forget((*#q).bits()); } });
     }
     if name == "MPI_Cancel" {
-        let q = &f.args.first().expect("MPI_Cancel has an argument").0;
-        before.push_str(&format!(
-            "if !{q}.is_null() {{ __g.cancelling((*{q}).bits()); }}"
-        ));
+        let q = ident(&f.args.first().expect("MPI_Cancel has an argument").0);
+        before.extend(quote! { if !#q.is_null() { __g.cancelling((*#q).bits()); } });
     }
-    let args: Vec<String> = f.args.iter().map(|(a, t)| format!("{a}: {t}")).collect();
-    let ret = f
-        .ret
-        .as_ref()
-        .map(|r| format!(" -> {r}"))
-        .unwrap_or_default();
-    format!(
-        "#[no_mangle]\npub unsafe extern \"C\" fn {name}({args}){ret} {{\n\
-         let Some(mut __g) = crate::rt::enter() else {{ let __r = {pname}({call}); {after_call} return __r; }};\n\
-         {before}\
-         let __t0 = crate::timer::now();\n\
-         let __r = {pname}({call});\n\
-         let __t1 = crate::timer::now();\n\
-         {after_call}\
-         __g.plain(crate::names::FID_{name}, __t1.wrapping_sub(__t0));\n\
-         __r\n}}\n",
-        args = args.join(", ")
-    )
+    let Signature { args, ret, call } = signature(f);
+    let (func, pfunc) = (ident(name), ident(&format!("P{name}")));
+    let fid = ident(&format!("FID_{name}"));
+    quote! {
+        #[no_mangle]
+        pub unsafe extern "C" fn #func(#(#args),*) #ret {
+            let Some(mut __g) = crate::rt::enter() else {
+                let __r = #pfunc(#(#call),*);
+                #after_call
+                return __r;
+            };
+            #before
+            let __t0 = crate::timer::now();
+            let __r = #pfunc(#(#call),*);
+            let __t1 = crate::timer::now();
+            #after_call
+            __g.plain(crate::names::#fid, __t1.wrapping_sub(__t0));
+            __r
+        }
+    }
+    .to_string()
+}
+
+/// A C function's parameters, return type and the call forwarding them.
+struct Signature {
+    args: Vec<TokenStream>,
+    ret: Option<TokenStream>,
+    call: Vec<TokenStream>,
+}
+
+fn signature(f: &Func) -> Signature {
+    Signature {
+        args: f
+            .args
+            .iter()
+            .map(|(a, t)| tokens(&format!("{a}: {t}")))
+            .collect(),
+        ret: f.ret.as_ref().map(|r| {
+            let r = tokens(r);
+            quote! { -> #r }
+        }),
+        call: f.args.iter().map(|(a, _)| tokens(a)).collect(),
+    }
+}
+
+/// Rust text of the event code (built from the spec's roles) as tokens.
+pub(crate) fn tokens(code: &str) -> TokenStream {
+    code.parse()
+        .unwrap_or_else(|e| panic!("generator: not Rust tokens ({e}): {code}"))
+}
+
+/// An identifier (a function, parameter or id name from the header).
+pub(crate) fn ident(name: &str) -> proc_macro2::Ident {
+    proc_macro2::Ident::new(name, proc_macro2::Span::call_site())
 }
 
 // ---------------------------------------------------------------------------

@@ -1,5 +1,8 @@
 //! The Fortran wrappers: a body per function and its five entry points.
 
+use proc_macro2::TokenStream;
+use quote::quote;
+
 use super::*;
 
 /// The Fortran wrapper body of one function, shared by its five entry
@@ -138,64 +141,58 @@ pub(crate) fn fortran_args(ff: &FFunc) -> (String, String, String) {
 pub(crate) fn gen_fortran_entries(ff: &FFunc, hand: bool, f77: bool) -> String {
     let name = &ff.mixed;
     let (fargs, _, fcall) = fortran_args(ff);
-    let ret = ff
-        .ret
-        .as_ref()
-        .map(|r| format!(" -> {r}"))
-        .unwrap_or_default();
-    let body = if hand {
+    let (fargs, fcall) = (tokens(&fargs), tokens(&fcall));
+    let ret = ff.ret.as_ref().map(|r| {
+        let r = tokens(r);
+        quote! { -> #r }
+    });
+    let body = tokens(&if hand {
         format!("crate::fort::fb_{name}")
     } else {
         format!("fb_{name}")
+    });
+    let entry = |sym: &str, slot: &proc_macro2::Ident, target: &str| {
+        let sym = ident(sym);
+        let target = tokens(&format!("c\"{target}\""));
+        quote! {
+            #[no_mangle]
+            pub unsafe extern "C" fn #sym(#fargs) #ret {
+                let __ra: usize = crate::caller!();
+                #body(__ra, crate::fort::fwd(&#slot, #target), #fcall)
+            }
+        }
+    };
+    let slot = |s: &proc_macro2::Ident| {
+        quote! {
+            static #s: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+        }
     };
     let lower = &ff.lower;
-    let mut out = if f77 {
-        format!(
-            "static FWD77_{name}: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);\n"
-        )
-    } else {
-        String::new()
-    };
-    let mut entry = |sym: &str, slot: &str, target: &str| {
-        writeln!(
-            out,
-            "#[no_mangle]\npub unsafe extern \"C\" fn {sym}({fargs}){ret} {{\n\
-             let __ra: usize = crate::caller!();\n\
-             {body}(__ra, crate::fort::fwd(&{slot}, c\"{target}\"), {fcall})\n}}"
-        )
-        .unwrap();
-    };
-    // The forwarding target is named by the canonical entry point
-    // (`mpi_send_`); `fort::fwd` finds its profiling twin.
-    let t77 = format!("{lower}_");
-    let s77 = format!("FWD77_{name}");
+    let mut out = TokenStream::new();
     if f77 {
-        entry(lower, &s77, &t77);
-        entry(&format!("{lower}_"), &s77, &t77);
-        entry(&format!("{lower}__"), &s77, &t77);
-        entry(&ff.upper, &s77, &t77);
+        // The forwarding target is named by the canonical entry point
+        // (`mpi_send_`); `fort::fwd` finds its profiling twin.
+        let s77 = ident(&format!("FWD77_{name}"));
+        let t77 = format!("{lower}_");
+        out.extend(slot(&s77));
+        for sym in [
+            lower.clone(),
+            format!("{lower}_"),
+            format!("{lower}__"),
+            ff.upper.clone(),
+        ] {
+            out.extend(entry(&sym, &s77, &t77));
+        }
     }
     // `use mpi_f08` (Open MPI: mpi_send_f08_ in libmpi_usempif08). MPI_Wtime
     // and MPI_Wtick are C functions there.
     if !matches!(name.as_str(), "MPI_Wtime" | "MPI_Wtick") {
-        let s08 = format!("FWD08_{name}");
-        writeln!(
-            out,
-            "static {s08}: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);"
-        )
-        .unwrap();
-        let mut entry08 = |sym: &str, target: &str| {
-            writeln!(
-                out,
-                "#[no_mangle]\npub unsafe extern \"C\" fn {sym}({fargs}){ret} {{\n\
-                 let __ra: usize = crate::caller!();\n\
-                 {body}(__ra, crate::fort::fwd(&{s08}, c\"{target}\"), {fcall})\n}}"
-            )
-            .unwrap();
-        };
-        entry08(&format!("{lower}_f08_"), &format!("{lower}_f08_"));
+        let s08 = ident(&format!("FWD08_{name}"));
+        let f08 = format!("{lower}_f08_");
+        out.extend(slot(&s08));
+        out.extend(entry(&f08, &s08, &f08));
     }
-    out
+    out.to_string()
 }
 
 /// Fortran functions the hand-written code in `src/fort.rs` handles.
