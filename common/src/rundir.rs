@@ -44,6 +44,30 @@ pub fn local_timestamp() -> String {
     }
 }
 
+/// Creates the default run directory `cwd/mpiover-<program>-<timestamp>`,
+/// or `-2`, `-3`, ... when taken (another run started in the same second).
+/// `program` is already a path component ([`program_component`]).
+pub fn create_default(cwd: &std::path::Path, program: &str) -> Result<std::path::PathBuf, String> {
+    let base = format!("mpiover-{program}-{}", local_timestamp());
+    for i in 1..1000 {
+        let name = if i == 1 {
+            base.clone()
+        } else {
+            format!("{base}-{i}")
+        };
+        let p = cwd.join(name);
+        match std::fs::create_dir(&p) {
+            Ok(()) => return Ok(p),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("cannot create run directory {}: {e}", p.display())),
+        }
+    }
+    Err(format!(
+        "cannot create a run directory {base}-N in {}",
+        cwd.display()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,38 +32,7 @@ pub(crate) fn make_run_dir(out: Option<&str>, cmd: &[String]) -> Result<PathBuf,
             }
             p
         }
-        None => {
-            let base = format!(
-                "mpiover-{}-{}",
-                program_name(cmd),
-                mpiover_common::rundir::local_timestamp()
-            );
-            let mut made = None;
-            for i in 1..1000 {
-                let name = if i == 1 {
-                    base.clone()
-                } else {
-                    format!("{base}-{i}")
-                };
-                let p = cwd.join(name);
-                match std::fs::create_dir(&p) {
-                    Ok(()) => {
-                        made = Some(p);
-                        break;
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                    Err(e) => {
-                        return Err(format!("cannot create run directory {}: {e}", p.display()))
-                    }
-                }
-            }
-            made.ok_or_else(|| {
-                format!(
-                    "cannot create a run directory {base}-N in {}",
-                    cwd.display()
-                )
-            })?
-        }
+        None => mpiover_common::rundir::create_default(&cwd, &program_name(cmd))?,
     };
     let probe = dir.join(format!(".mpiover-probe-{}", std::process::id()));
     std::fs::write(&probe, b"")

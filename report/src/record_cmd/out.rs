@@ -19,30 +19,7 @@ pub(crate) fn check_profile(p: &Path) -> anyhow::Result<PathBuf> {
 
 /// Creates `./mpiover-<program>-<timestamp>` (or `-2`, `-3`...).
 pub(crate) fn make_default_out(cwd: &Path, prog: &str) -> anyhow::Result<PathBuf> {
-    let base = format!(
-        "mpiover-{prog}-{}",
-        mpiover_common::rundir::local_timestamp()
-    );
-    for i in 1..1000 {
-        let name = if i == 1 {
-            base.clone()
-        } else {
-            format!("{base}-{i}")
-        };
-        let p = cwd.join(name);
-        match std::fs::create_dir(&p) {
-            Ok(()) => return Ok(p),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("cannot create run directory {}", p.display()))
-            }
-        }
-    }
-    bail!(
-        "cannot create a run directory {base}-N in {}",
-        cwd.display()
-    )
+    mpiover_common::rundir::create_default(cwd, prog).map_err(anyhow::Error::msg)
 }
 
 /// Creates the run directory and removes the records of an earlier run in it.
