@@ -514,6 +514,27 @@ pub fn run_window(kind: Kind, comm: Comm, me: i32, w: u64, b: &mut Bufs, out: &m
 mod tests {
     use super::*;
 
+    /// What the calibration measures is what the interposer records and the
+    /// report looks up: every function an event of the catalogue, with the
+    /// roles the catalogue gives it (rooted collectives `root`/`nonroot`).
+    #[test]
+    fn measured_functions_are_events_of_the_catalogue() {
+        use mpiover_common::functions::get;
+        for k in ALL {
+            for d in k.entries() {
+                let f = get(d.function)
+                    .unwrap_or_else(|| panic!("{} is not in the catalogue", d.function));
+                if let Some(role) = d.role {
+                    let ok = match role {
+                        "root" | "nonroot" => f.rooted,
+                        _ => f.completion.is_some(),
+                    };
+                    assert!(ok, "{} measured with role {role}", d.function);
+                }
+            }
+        }
+    }
+
     #[test]
     fn exchange_messages_match_and_never_go_to_self() {
         for p in 2..=9i32 {
