@@ -11,23 +11,27 @@ use super::*;
 pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Event>) -> String {
     let name = &ff.mixed;
     let (fargs, ftys, fcall) = fortran_args(ff);
-    let ret = ff
-        .ret
-        .as_ref()
-        .map(|r| format!(" -> {r}"))
-        .unwrap_or_default();
-    let head = format!(
-        "#[inline(never)]\npub unsafe fn fb_{name}(__ra: usize, __fwd: usize, {fargs}){ret} {{\n\
-         let __fp: unsafe extern \"C\" fn({ftys}){ret} = core::mem::transmute(__fwd);\n"
-    );
+    let (fargs, ftys, fcall) = (tokens(&fargs), tokens(&ftys), tokens(&fcall));
+    let ret = ff.ret.as_ref().map(|r| {
+        let r = tokens(r);
+        quote! { -> #r }
+    });
+    let fb = ident(&format!("fb_{name}"));
+    let signature = quote! {
+        #[inline(never)]
+        pub unsafe fn #fb(__ra: usize, __fwd: usize, #fargs) #ret
+    };
+    let forward = quote! {
+        let __fp: unsafe extern "C" fn(#ftys) #ret = core::mem::transmute(__fwd);
+    };
     // The number of leading pointer arguments: the C parameters plus ierr.
     let nptr = ff.ptr.iter().take_while(|p| **p).count();
     let ierr = if ff.ret.is_none() && nptr > 0 && ff.mixed != "MPI_Pcontrol" {
-        format!("crate::fort::ierr(__f{})", nptr - 1)
+        tokens(&format!("crate::fort::ierr(__f{})", nptr - 1))
     } else {
-        "0".to_string()
+        quote! { 0 }
     };
-    let fid = format!("crate::names::FID_{name}");
+    let fid = ident(&format!("FID_{name}"));
 
     if let (Some(c), Some(e)) = (c, event) {
         // Positional: the C parameters, then ierr, then hidden lengths.
@@ -69,24 +73,31 @@ pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Even
                 views.push_str(&v);
                 views.push('\n');
             }
-            return format!(
-                "{head}\
-                 let Some(mut __g) = crate::rt::enter() else {{ return __fp({fcall}); }};\n\
-                 {pre}\
-                 let __t0 = crate::timer::now();\n\
-                 __fp({fcall});\n\
-                 let __t1 = crate::timer::now();\n\
-                 let __r: core::ffi::c_int = {ierr};\n\
-                 {views}\
-                 let mut __ev = crate::rt::Ev::new({fid});\n\
-                 if __r == 0 {{\n{post}}}\n\
-                 __g.event(__ra, &__ev, __t1.wrapping_sub(__t0));\n\
-                 {after}\
-                 }}\n",
-                pre = parts.pre,
-                post = parts.post,
-                after = parts.after,
+            let (pre, post, after) = (
+                tokens(&parts.pre),
+                tokens(&parts.post),
+                tokens(&parts.after),
             );
+            let views = tokens(&views);
+            return quote! {
+                #signature {
+                    #forward
+                    let Some(mut __g) = crate::rt::enter() else { return __fp(#fcall); };
+                    #pre
+                    let __t0 = crate::timer::now();
+                    __fp(#fcall);
+                    let __t1 = crate::timer::now();
+                    let __r: core::ffi::c_int = #ierr;
+                    #views
+                    let mut __ev = crate::rt::Ev::new(crate::names::#fid);
+                    if __r == 0 {
+                        #post
+                    }
+                    __g.event(__ra, &__ev, __t1.wrapping_sub(__t0));
+                    #after
+                }
+            }
+            .to_string();
         }
         println!(
             "cargo:warning=Fortran {name}: arguments do not line up with C's; counted, not an event"
@@ -107,17 +118,25 @@ pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Even
     if name == "MPI_Cancel" {
         before.push_str("__g.cancelling(crate::fort::req_bits(__f0));");
     }
-    format!(
-        "{head}\
-         let Some(mut __g) = crate::rt::enter() else {{ let __r = __fp({fcall}); {after_call} return __r; }};\n\
-         {before}\
-         let __t0 = crate::timer::now();\n\
-         let __r = __fp({fcall});\n\
-         let __t1 = crate::timer::now();\n\
-         {after_call}\
-         __g.plain({fid}, __t1.wrapping_sub(__t0));\n\
-         __r\n}}\n"
-    )
+    let (before, after_call) = (tokens(&before), tokens(&after_call));
+    quote! {
+        #signature {
+            #forward
+            let Some(mut __g) = crate::rt::enter() else {
+                let __r = __fp(#fcall);
+                #after_call
+                return __r;
+            };
+            #before
+            let __t0 = crate::timer::now();
+            let __r = __fp(#fcall);
+            let __t1 = crate::timer::now();
+            #after_call
+            __g.plain(crate::names::#fid, __t1.wrapping_sub(__t0));
+            __r
+        }
+    }
+    .to_string()
 }
 
 /// The exported entry points of one Fortran function, forwarding to the

@@ -13,18 +13,10 @@ impl Guard {
     /// # Safety
     /// `reqs` is null or points to at least `n` requests.
     pub unsafe fn snap(&mut self, n: i32, reqs: *const MPI_Request) {
-        // SAFETY: the arrays are the caller's arguments of one MPI call, which the standard requires to hold `n` elements each (this function's contract).
-        unsafe {
-            let ts = self.ts();
-            ts.snap.clear();
-            if reqs.is_null() || n <= 0 {
-                return;
-            }
-            ts.snap.reserve(n as usize);
-            for i in 0..n as usize {
-                ts.snap.push((*reqs.add(i)).bits());
-            }
-        }
+        self.snap_with(n, !reqs.is_null(), |i| {
+            // SAFETY: `i < n` and `reqs` holds `n` requests (the contract).
+            unsafe { (*reqs.add(i)).bits() }
+        });
     }
 
     /// `n` Fortran request handles, as C bits.
@@ -32,18 +24,22 @@ impl Guard {
     /// # Safety
     /// `reqs` is null or points to at least `n` Fortran requests.
     pub unsafe fn snap_f(&mut self, n: i32, reqs: *const crate::fort::Fint) {
-        // SAFETY: the arrays are the caller's arguments of one MPI call, which the standard requires to hold `n` elements each (this function's contract).
-        unsafe {
-            let ts = self.ts();
-            ts.snap.clear();
-            if reqs.is_null() || n <= 0 {
-                return;
-            }
-            ts.snap.reserve(n as usize);
-            for i in 0..n as usize {
-                ts.snap.push(crate::fort::req_bits(reqs.add(i)));
-            }
+        self.snap_with(n, !reqs.is_null(), |i| {
+            // SAFETY: `i < n` and `reqs` holds `n` Fortran requests (the
+            // contract); the conversion is MPI's own.
+            unsafe { crate::fort::req_bits(reqs.add(i)) }
+        });
+    }
+
+    /// The snapshot of `n` requests, the `i`-th read by `bits_of(i)`.
+    fn snap_with(&mut self, n: i32, present: bool, bits_of: impl Fn(usize) -> usize) {
+        let ts = self.ts();
+        ts.snap.clear();
+        if !present || n <= 0 {
+            return;
         }
+        ts.snap.reserve(n as usize);
+        ts.snap.extend((0..n as usize).map(bits_of));
     }
 
     /// Fortran statuses for `n` requests: the caller's, or the tool's own
@@ -165,20 +161,11 @@ impl Guard {
         types: *const crate::fort::Fint,
         n: u32,
     ) -> u64 {
-        // SAFETY: the arrays are the caller's arguments of one MPI call, which the standard requires to hold `n` elements each (this function's contract).
-        unsafe {
-            if counts.is_null() || types.is_null() {
-                return 0;
-            }
-            let mut s = 0u64;
-            for i in 0..n as usize {
-                let c = (*counts.add(i)).cnt();
-                if c > 0 {
-                    s = s.saturating_add(self.bytes(c, crate::fort::datatype(types.add(i))));
-                }
-            }
-            s
+        if types.is_null() {
+            return 0;
         }
+        // SAFETY: as `wbytes`: both arrays hold `n` elements (the contract).
+        unsafe { self.counts_times_sizes(counts, n, |i| crate::fort::datatype(types.add(i))) }
     }
 
     #[inline]

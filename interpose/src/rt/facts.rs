@@ -50,20 +50,36 @@ impl Guard {
         types: *const MPI_Datatype,
         n: u32,
     ) -> u64 {
-        // SAFETY: `counts` holds the `n` (or more) elements MPI requires of the caller for this communicator (this function's contract).
-        unsafe {
-            if counts.is_null() || types.is_null() {
-                return 0;
-            }
-            let mut s = 0u64;
-            for i in 0..n as usize {
-                let c = (*counts.add(i)).cnt();
-                if c > 0 {
-                    s = s.saturating_add(self.bytes(c, *types.add(i)));
-                }
-            }
-            s
+        if types.is_null() {
+            return 0;
         }
+        // SAFETY: both arrays hold `n` elements (the contract).
+        unsafe { self.counts_times_sizes(counts, n, |i| *types.add(i)) }
+    }
+
+    /// Sum of `counts[i] * size(type_of(i))` for `i < n`.
+    ///
+    /// # Safety
+    /// `counts` is null or holds at least `n` elements, and `type_of` may be
+    /// called for every `i < n`.
+    pub(crate) unsafe fn counts_times_sizes<T: ToCount>(
+        &mut self,
+        counts: *const T,
+        n: u32,
+        type_of: impl Fn(usize) -> MPI_Datatype,
+    ) -> u64 {
+        if counts.is_null() {
+            return 0;
+        }
+        let mut s = 0u64;
+        for i in 0..n as usize {
+            // SAFETY: `i < n` (the contract).
+            let c = unsafe { (*counts.add(i)).cnt() };
+            if c > 0 {
+                s = s.saturating_add(self.bytes(c, type_of(i)));
+            }
+        }
+        s
     }
 
     /// Role of this rank for a rooted collective.

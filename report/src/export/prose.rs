@@ -1,6 +1,6 @@
 //! Sentences about sites, for the summary every format shows.
 
-use crate::model::{LateBasis, SiteReport};
+use crate::model::{LateBasis, Methods, SiteReport};
 
 /// One sentence about a site for the summary.
 pub fn sentence(s: &SiteReport, mpi_time: f64, overhead_known: bool) -> String {
@@ -51,4 +51,23 @@ pub fn sentence(s: &SiteReport, mpi_time: f64, overhead_known: bool) -> String {
             pct(s.time_share_of_mpi)
         )
     }
+}
+
+/// How sites were tested, in one sentence (the methods block of text and HTML).
+pub fn significance(m: &Methods) -> String {
+    format!(
+        "q_max {}, alpha {}{}: {}{}",
+        m.q_max
+            .map(|q| q.to_string())
+            .unwrap_or_else(|| "unknown".into()),
+        m.alpha,
+        m.min_calls
+            .map(|c| format!(
+                ", at least {c} call{} needed",
+                if c == 1 { "" } else { "s" }
+            ))
+            .unwrap_or_default(),
+        m.test,
+        super::negligible(m.min_share)
+    )
 }

@@ -142,6 +142,13 @@ fn reported_calls(out: &Outcome, rank: u32) -> u64 {
 /// the calls the threads had made before the main thread ended the process.
 #[test]
 fn record_written_while_threads_call_mpi_is_complete_and_consistent() {
+    if mpi_flavor() == "mpich" {
+        // Hydra kills the other ranks (SIGKILL, which no handler sees) as
+        // soon as one rank ends without MPI_Finalize; the writer is the same
+        // code under both MPIs.
+        eprintln!("e2e: busy_exit is checked under Open MPI only (Hydra kills the other ranks)");
+        return;
+    }
     let prog = example_in("threads", "busy_exit");
     let line = m_busy("busy-iprobe");
     for (mode, finished) in [("exit", "exit"), ("sigterm", "signal:SIGTERM")] {

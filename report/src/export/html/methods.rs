@@ -2,7 +2,6 @@
 
 use std::fmt::Write;
 
-use super::negligible;
 use crate::model::ProfileSource;
 use crate::units::{bytes, count, pct, secs};
 
@@ -82,24 +81,7 @@ pub(crate) fn methods(o: &mut String, c: &Ctx) {
         "Overhead",
         "sum over calls of max(0, t - tmax), from the recorded histograms (1 % buckets)".into(),
     );
-    item(
-        "Significance",
-        format!(
-            "q_max {}, alpha {}{}: {}{}",
-            m.q_max
-                .map(|q| q.to_string())
-                .unwrap_or_else(|| "unknown".into()),
-            m.alpha,
-            m.min_calls
-                .map(|c| format!(
-                    ", at least {c} call{} needed",
-                    if c == 1 { "" } else { "s" }
-                ))
-                .unwrap_or_default(),
-            m.test,
-            negligible(m.min_share)
-        ),
-    );
+    item("Significance", crate::export::prose::significance(m));
     item(
         "Wait states",
         format!(

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::{negligible, short_paths, ExportOptions};
+use super::{short_paths, ExportOptions};
 use crate::model::{RankedBy, Report, SiteReport};
 
 mod charts;

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use super::{negligible, short_paths, ExportOptions};
+use super::{short_paths, ExportOptions};
 use crate::model::{Metric, ProfileSource, RankedBy, Report, Significance, SiteReport, WaitState};
 use crate::units::{bytes, count, pct, secs};
 

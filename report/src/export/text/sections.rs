@@ -488,19 +488,8 @@ pub(super) fn methods(o: &mut String, c: &Ctx) {
     );
     let _ = writeln!(
         o,
-        "  Significance q_max {}, alpha {}{}: {}{}",
-        m.q_max
-            .map(|q| q.to_string())
-            .unwrap_or_else(|| "unknown".into()),
-        m.alpha,
-        m.min_calls
-            .map(|c| format!(
-                ", at least {c} call{} needed",
-                if c == 1 { "" } else { "s" }
-            ))
-            .unwrap_or_default(),
-        m.test,
-        negligible(m.min_share)
+        "  Significance {}",
+        crate::export::prose::significance(m)
     );
     let _ = writeln!(
         o,

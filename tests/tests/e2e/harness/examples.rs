@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
@@ -15,22 +15,7 @@ pub fn example(name: &str) -> PathBuf {
     static OUT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let out = OUT.get_or_init(|| {
         let out = examples_out();
-        let res = Command::new("make")
-            .arg("-s")
-            .arg("-C")
-            .arg(examples_src())
-            .arg(format!("OUT={}", out.display()))
-            .args(make_vars())
-            .output()
-            .map_err(|e| format!("running make: {e}"))?;
-        if !res.status.success() {
-            return Err(format!(
-                "make -C examples failed ({}):\n{}{}",
-                res.status,
-                String::from_utf8_lossy(&res.stdout),
-                String::from_utf8_lossy(&res.stderr)
-            ));
-        }
+        make(&examples_src(), &out)?;
         Ok(out)
     });
     match out {
@@ -55,22 +40,7 @@ pub fn example_in(dir: &str, name: &str) -> PathBuf {
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     let res = built.entry(dir.to_string()).or_insert_with(|| {
         let out = examples_out().join(dir);
-        let res = Command::new("make")
-            .arg("-s")
-            .arg("-C")
-            .arg(examples_src().join(dir))
-            .arg(format!("OUT={}", out.display()))
-            .args(make_vars())
-            .output()
-            .map_err(|e| format!("running make: {e}"))?;
-        if !res.status.success() {
-            return Err(format!(
-                "make -C examples/{dir} failed ({}):\n{}{}",
-                res.status,
-                String::from_utf8_lossy(&res.stdout),
-                String::from_utf8_lossy(&res.stderr)
-            ));
-        }
+        make(&examples_src().join(dir), &out)?;
         Ok(out)
     });
     match res {
@@ -126,4 +96,26 @@ pub fn marker(file: &str, tag: &str) -> u32 {
         "marker {tag:?} in {file}: found on lines {lines:?}"
     );
     lines[0]
+}
+
+/// `make -s -C src OUT=out` with the suite's MPI compiler.
+fn make(src: &Path, out: &Path) -> Result<(), String> {
+    let res = Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(src)
+        .arg(format!("OUT={}", out.display()))
+        .args(make_vars())
+        .output()
+        .map_err(|e| format!("running make: {e}"))?;
+    if !res.status.success() {
+        return Err(format!(
+            "make -C {} failed ({}):\n{}{}",
+            src.display(),
+            res.status,
+            String::from_utf8_lossy(&res.stdout),
+            String::from_utf8_lossy(&res.stderr)
+        ));
+    }
+    Ok(())
 }

@@ -87,16 +87,7 @@ impl Job {
         }
         c.arg(&self.program).args(&self.args);
         c.current_dir(&self.cwd);
-        // The run must not inherit the developer's profiler settings.
-        c.env_remove("LD_PRELOAD");
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("MPIOVER_") {
-                c.env_remove(&k);
-            }
-        }
-        c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .env("OMPI_MCA_rmaps_base_oversubscribe", "1");
+        suite_env(&mut c);
         c
     }
 
@@ -114,12 +105,7 @@ impl Job {
         }
         c.arg(&self.program).args(&self.args);
         c.current_dir(&self.cwd);
-        c.env_remove("LD_PRELOAD");
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("MPIOVER_") {
-                c.env_remove(&k);
-            }
-        }
+        without_profiler_settings(&mut c);
         c
     }
 
@@ -295,4 +281,23 @@ impl Outcome {
         assert!(self.status.success(), "job failed:\n{}", self.dump());
         self
     }
+}
+
+/// The run must not inherit the developer's profiler settings.
+pub fn without_profiler_settings(c: &mut Command) {
+    c.env_remove("LD_PRELOAD");
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("MPIOVER_") {
+            c.env_remove(&k);
+        }
+    }
+}
+
+/// The suite's environment for Open MPI's launcher: no profiler settings of
+/// the developer's, root allowed (CI), more ranks than cores.
+pub fn suite_env(c: &mut Command) {
+    without_profiler_settings(c);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1");
 }

@@ -217,15 +217,7 @@ fn record_once(test: &str, np: u32, program: &Path, args: &[&str], profile: &Pat
 /// Runs a command that starts MPI jobs (under the lock, with the suite's
 /// environment and timeout), stdout and stderr to files in `dir`.
 fn run_locked(mut c: Command, job: String, dir: &Path) -> Outcome {
-    c.env_remove("LD_PRELOAD");
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("MPIOVER_") {
-            c.env_remove(&k);
-        }
-    }
-    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1");
+    suite_env(&mut c);
     let (so, se) = (dir.join("record.stdout"), dir.join("record.stderr"));
     let _guard = mpi_lock();
     let start = Instant::now();
