@@ -1,6 +1,6 @@
 //! Sentences about sites, for the summary every format shows.
 
-use crate::model::{LateBasis, Methods, SiteReport};
+use crate::model::{LateBasis, Lookups, Methods, SiteReport, TimerInfo, ToolCost};
 
 /// One sentence about a site for the summary.
 pub fn sentence(s: &SiteReport, mpi_time: f64, overhead_known: bool) -> String {
@@ -69,5 +69,42 @@ pub fn significance(m: &Methods) -> String {
             .unwrap_or_default(),
         m.test,
         super::negligible(m.min_share)
+    )
+}
+
+/// The tmax lookups of a run, in one sentence.
+pub fn lookups(l: &Lookups) -> String {
+    use crate::units::count;
+    format!(
+        "{} keys ({} calls) with a tmax, {} out of the calibrated range ({} calls), {} without ({} calls)",
+        count(l.entries),
+        count(l.calls),
+        count(l.out_of_range_entries),
+        count(l.out_of_range_calls),
+        count(l.missing_entries),
+        count(l.missing_calls)
+    )
+}
+
+/// The timer of a run, in one sentence.
+pub fn timer(t: &TimerInfo) -> String {
+    use crate::units::secs;
+    format!(
+        "{}, resolution {}, read cost {}",
+        t.name,
+        secs(t.resolution_s),
+        secs(t.cost_s)
+    )
+}
+
+/// The profiler's own cost, in one sentence.
+pub fn tool_cost(t: &ToolCost) -> String {
+    use crate::units::{count, pct, secs};
+    format!(
+        "{} per call x {} calls = {} ({} of application time)",
+        secs(t.cost_per_call_s),
+        count(t.calls),
+        secs(t.time_s),
+        pct(t.share_of_app)
     )
 }

@@ -91,37 +91,9 @@ pub(crate) fn methods(o: &mut String, c: &Ctx) {
         ),
     );
     let l = &m.lookups;
-    item(
-        "tmax lookups",
-        format!(
-            "{} keys ({} calls) with a tmax, {} out of the calibrated range ({} calls), {} without ({} calls)",
-            count(l.entries),
-            count(l.calls),
-            count(l.out_of_range_entries),
-            count(l.out_of_range_calls),
-            count(l.missing_entries),
-            count(l.missing_calls)
-        ),
-    );
-    item(
-        "Timer",
-        format!(
-            "{}, resolution {}, read cost {}",
-            m.timer.name,
-            secs(m.timer.resolution_s),
-            secs(m.timer.cost_s)
-        ),
-    );
-    item(
-        "Tool cost",
-        format!(
-            "{} per call x {} calls = {} ({} of application time)",
-            secs(m.tool.cost_per_call_s),
-            count(m.tool.calls),
-            secs(m.tool.time_s),
-            pct(m.tool.share_of_app)
-        ),
-    );
+    item("tmax lookups", crate::export::prose::lookups(l));
+    item("Timer", crate::export::prose::timer(&m.timer));
+    item("Tool cost", crate::export::prose::tool_cost(&m.tool));
     item(
         "Folded keys",
         format!(

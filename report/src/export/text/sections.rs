@@ -499,31 +499,17 @@ pub(super) fn methods(o: &mut String, c: &Ctx) {
     );
     let l = &m.lookups;
     if l.entries > 0 || m.profile.is_some() {
-        let _ = writeln!(
-            o,
-            "  Lookups      {} keys ({} calls) with a tmax, {} out of the calibrated range ({} calls), {} without ({} calls)",
-            count(l.entries),
-            count(l.calls),
-            count(l.out_of_range_entries),
-            count(l.out_of_range_calls),
-            count(l.missing_entries),
-            count(l.missing_calls)
-        );
+        let _ = writeln!(o, "  Lookups      {}", crate::export::prose::lookups(l));
     }
     let _ = writeln!(
         o,
-        "  Timer        {}, resolution {}, read cost {}",
-        m.timer.name,
-        secs(m.timer.resolution_s),
-        secs(m.timer.cost_s)
+        "  Timer        {}",
+        crate::export::prose::timer(&m.timer)
     );
     let _ = writeln!(
         o,
-        "  Tool cost    {} per call x {} calls = {} ({} of application time)",
-        secs(m.tool.cost_per_call_s),
-        count(m.tool.calls),
-        secs(m.tool.time_s),
-        pct(m.tool.share_of_app)
+        "  Tool cost    {}",
+        crate::export::prose::tool_cost(&m.tool)
     );
     if m.folded_keys > 0 {
         let _ = writeln!(

@@ -57,37 +57,29 @@ pub fn example_in(dir: &str, name: &str) -> PathBuf {
 /// in any comment syntax (`/* ... */` in C, `! ...` at the end of a
 /// Fortran line, `# ...` in Python).
 pub fn marker_any(file: &str, tag: &str) -> u32 {
-    let path = examples_src().join(file);
-    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let needle = format!("MPIOVER-EXPECT: {tag}");
-    let lines: Vec<u32> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| {
-            l.match_indices(&needle).any(|(i, _)| {
-                let rest = &l[i + needle.len()..];
-                rest.is_empty() || rest.starts_with(' ') || rest.starts_with('*')
-            })
+    unique_line(file, tag, |l| {
+        l.match_indices(&needle).any(|(i, _)| {
+            let rest = &l[i + needle.len()..];
+            rest.is_empty() || rest.starts_with(' ') || rest.starts_with('*')
         })
-        .map(|(i, _)| i as u32 + 1)
-        .collect();
-    assert_eq!(
-        lines.len(),
-        1,
-        "marker {tag:?} in {file}: found on lines {lines:?}"
-    );
-    lines[0]
+    })
 }
 
 /// Line of the unique `/* MPIOVER-EXPECT: <tag> */` marker in `examples/<file>`.
 pub fn marker(file: &str, tag: &str) -> u32 {
+    let needle = format!("MPIOVER-EXPECT: {tag} */");
+    unique_line(file, tag, |l| l.contains(&needle))
+}
+
+/// The one line of `examples/<file>` that `is_marker` accepts.
+fn unique_line(file: &str, tag: &str, is_marker: impl Fn(&str) -> bool) -> u32 {
     let path = examples_src().join(file);
     let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let needle = format!("MPIOVER-EXPECT: {tag} */");
     let lines: Vec<u32> = text
         .lines()
         .enumerate()
-        .filter(|(_, l)| l.contains(&needle))
+        .filter(|(_, l)| is_marker(l))
         .map(|(i, _)| i as u32 + 1)
         .collect();
     assert_eq!(
