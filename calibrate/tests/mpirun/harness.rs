@@ -115,3 +115,17 @@ pub(crate) fn mpiover_cli() -> Option<PathBuf> {
     eprintln!("{} not built: test skipped", cli.display());
     None
 }
+
+/// The smallest grid: `MPI_Allreduce` of 8 bytes on 2 ranks, written to `out`.
+pub(crate) fn allreduce_8b(out: &str) -> [&str; 8] {
+    [
+        "--functions",
+        "MPI_Allreduce",
+        "--procs",
+        "2",
+        "--sizes",
+        "8",
+        "-o",
+        out,
+    ]
+}

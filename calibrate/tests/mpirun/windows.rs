@@ -14,16 +14,7 @@ pub(crate) fn clock_sync_recovers_injected_offset_and_drift() {
     let f = d.join("p.json");
     let (off, drift) = (0.25f64, 2e-4f64);
     let skew = format!("1:{off}:{drift}");
-    let args = [
-        "--functions",
-        "MPI_Allreduce",
-        "--procs",
-        "2",
-        "--sizes",
-        "8",
-        "-o",
-        f.to_str().unwrap(),
-    ];
+    let args = allreduce_8b(f.to_str().unwrap());
     let Some(out) = run(2, &[("MPIOVER_CALIBRATE_TEST_CLOCK_SKEW", &skew)], &args) else {
         return;
     };
@@ -72,16 +63,7 @@ pub(crate) fn late_ranks_invalidate_windows_which_are_dropped_and_counted() {
     let d = tmpdir("delay");
     let f = d.join("p.json");
     let delay = 0.003;
-    let args = [
-        "--functions",
-        "MPI_Allreduce",
-        "--procs",
-        "2",
-        "--sizes",
-        "8",
-        "-o",
-        f.to_str().unwrap(),
-    ];
+    let args = allreduce_8b(f.to_str().unwrap());
     let env = [("MPIOVER_CALIBRATE_TEST_DELAY", "1:3:0.003")];
     let Some(out) = run(2, &env, &args) else {
         return;
@@ -113,19 +95,8 @@ pub(crate) fn late_ranks_invalidate_windows_which_are_dropped_and_counted() {
     // Without window sync (--sync barrier) nothing is flagged and the delay
     // lands in the sample: the reason for the windows.
     let fb = d.join("b.json");
-    let args = [
-        "--sync",
-        "barrier",
-        "--functions",
-        "MPI_Allreduce",
-        "--procs",
-        "2",
-        "--sizes",
-        "8",
-        "-o",
-    ];
-    let mut args: Vec<&str> = args.to_vec();
-    args.push(fb.to_str().unwrap());
+    let mut args = vec!["--sync", "barrier"];
+    args.extend(allreduce_8b(fb.to_str().unwrap()));
     let Some(out) = run(2, &env, &args) else {
         return;
     };
