@@ -1,7 +1,7 @@
 //! The profile the calibration writes: a new one or the one resumed, one
 //! entry per measured key.
 
-use mpiover_common::profile::{unix_now, Entry, FitModel, Key, Method, Profile, RunInfo};
+use mpiover_common::profile::{unix_now, Entry, FitModel, Key, Measured, Method, Profile, RunInfo};
 use mpiover_stats::ModelKind;
 
 use crate::args::Args;
@@ -156,35 +156,37 @@ pub(crate) fn make_entry(
         bytes: key.bytes,
         role: key.role.clone(),
         same_host: key.same_host,
-        hosts,
-        n: sample.len() as u64,
-        n_invalid: out.invalid[e],
-        n_late: out.invalid_late[e],
-        n_overrun: out.invalid_overrun[e],
-        n_preempted: out.invalid_preempted[e],
-        min_s: s.min_s,
-        median_s: s.median_s,
-        median_ci_s: s.median_ci_s,
-        max_s: Some(s.max_s),
-        q90_s: s.q90_s,
-        q99_s: s.q99_s,
-        tmax_s: fit.tmax_s,
-        model: fit.model.map(|k| match k {
-            ModelKind::Poisson => FitModel::Poisson,
-            ModelKind::Exponential => FitModel::Exponential,
-        }),
-        lambda: fit.lambda,
-        chi2: fit.chi2,
-        df: fit.df,
-        critical: fit.critical,
-        accepted: fit.accepted,
-        fallback: fit.fallback,
-        bin_width_s: fit.bin_width_s,
-        window_s: windowed.then_some(out.window_s),
-        stop: out.stop,
-        sum_s: Some(sample.iter().sum()),
-        elapsed_s: Some(out.elapsed_s),
-        note,
+        measured: Measured {
+            hosts,
+            n: sample.len() as u64,
+            n_invalid: out.invalid[e],
+            n_late: out.invalid_late[e],
+            n_overrun: out.invalid_overrun[e],
+            n_preempted: out.invalid_preempted[e],
+            min_s: s.min_s,
+            median_s: s.median_s,
+            median_ci_s: s.median_ci_s,
+            max_s: Some(s.max_s),
+            q90_s: s.q90_s,
+            q99_s: s.q99_s,
+            tmax_s: fit.tmax_s,
+            model: fit.model.map(|k| match k {
+                ModelKind::Poisson => FitModel::Poisson,
+                ModelKind::Exponential => FitModel::Exponential,
+            }),
+            lambda: fit.lambda,
+            chi2: fit.chi2,
+            df: fit.df,
+            critical: fit.critical,
+            accepted: fit.accepted,
+            fallback: fit.fallback,
+            bin_width_s: fit.bin_width_s,
+            window_s: windowed.then_some(out.window_s),
+            stop: out.stop,
+            sum_s: Some(sample.iter().sum()),
+            elapsed_s: Some(out.elapsed_s),
+            note,
+        },
         runs: Vec::new(),
     };
     if out.preempted_kept > 0 {

@@ -19,7 +19,7 @@ pub fn rank_file_name(rank: u32) -> String {
     format!("rank-{rank:06}.json")
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// Always [`RECORD_SCHEMA`]; readers refuse anything else.
     pub schema: String,
@@ -71,7 +71,7 @@ pub struct Record {
     pub eager_limit: Option<crate::profile::MpiTValue>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timer {
     /// `rdtsc` or `clock_gettime(CLOCK_MONOTONIC)`.
     pub name: String,
@@ -83,7 +83,7 @@ pub struct Timer {
     pub cost_s: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tool {
     pub version: String,
     /// Measured cost the wrapper adds to one call (seconds): timer reads,

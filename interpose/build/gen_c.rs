@@ -14,7 +14,6 @@ pub(crate) fn gen_event(name: &str, f: &Func, e: &Event) -> String {
     let Parts {
         pre, post, after, ..
     } = event_parts(name, f, e);
-    let (pre, post, after) = (tokens(&pre), tokens(&post), tokens(&after));
     let Signature { args, ret, call } = signature(f);
     let (func, pfunc) = (ident(name), ident(&format!("P{name}")));
     let base_fid = ident(&format!("FID_{}", e.name));

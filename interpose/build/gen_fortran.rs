@@ -46,39 +46,33 @@ pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Even
                 if !used.contains(a) || parts.special.contains(a) {
                     continue;
                 }
-                let fa = format!("__f{i}");
+                let (a, fa) = (ident(a), ident(&format!("__f{i}")));
                 let t = norm(t);
-                let v = if t.ends_with("c_void") {
-                    format!("let {a} = crate::fort::buf({fa} as *const core::ffi::c_void);")
+                views.extend(if t.ends_with("c_void") {
+                    quote! { let #a = crate::fort::buf(#fa as *const core::ffi::c_void); }
                 } else if t == "::std::os::raw::c_int"
                     || t == "c_int"
                     || t.ends_with("::c_int") && !t.starts_with('*')
                 {
-                    format!("let {a}: core::ffi::c_int = crate::fort::int({fa});")
+                    quote! { let #a: core::ffi::c_int = crate::fort::int(#fa); }
                 } else if t.ends_with("MPI_Count") && !t.starts_with('*') {
-                    format!("let {a}: MPI_Count = crate::fort::int({fa}) as MPI_Count;")
+                    quote! { let #a: MPI_Count = crate::fort::int(#fa) as MPI_Count; }
                 } else if t.starts_with('*') && t.ends_with("c_int") {
-                    format!("let {a} = {fa} as *mut core::ffi::c_int;")
+                    quote! { let #a = #fa as *mut core::ffi::c_int; }
                 } else if t == "MPI_Datatype" {
-                    format!("let {a} = crate::fort::datatype({fa});")
+                    quote! { let #a = crate::fort::datatype(#fa); }
                 } else if t == "MPI_Comm" {
-                    format!("let {a} = crate::fort::comm({fa});")
+                    quote! { let #a = crate::fort::comm(#fa); }
                 } else if t.starts_with("*mut") && t.ends_with("MPI_Request") {
-                    format!(
-                        "let mut __v_{a} = crate::fort::request({fa}); let {a}: *mut MPI_Request = &mut __v_{a};"
-                    )
+                    let v = ident(&format!("__v_{a}"));
+                    quote! { let mut #v = crate::fort::request(#fa); let #a: *mut MPI_Request = &mut #v; }
                 } else {
                     panic!("Fortran {name}: no view for C parameter {a}: {t}");
-                };
-                views.push_str(&v);
-                views.push('\n');
+                });
             }
-            let (pre, post, after) = (
-                tokens(&parts.pre),
-                tokens(&parts.post),
-                tokens(&parts.after),
-            );
-            let views = tokens(&views);
+            let Parts {
+                pre, post, after, ..
+            } = parts;
             return quote! {
                 #signature {
                     #forward

@@ -238,16 +238,6 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
     functions.sort_by(|a, b| b.time_s.total_cmp(&a.time_s));
 
     let rec = Record {
-        schema: record::RECORD_SCHEMA.to_string(),
-        run_id: info.run_id.clone(),
-        rank: info.rank,
-        ranks: info.ranks,
-        host: info.host.clone(),
-        pid: info.pid,
-        mpi_library: info.mpi_library.clone(),
-        thread_level: info.thread_level.clone(),
-        command: info.command.clone(),
-        start_unix_s: info.start_unix_s,
         end_unix_s,
         app_time_s,
         mpi_time_s: ticks as f64 * unit,
@@ -288,7 +278,7 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
             }
             w
         },
-        eager_limit: info.eager_limit.clone(),
+        ..info.head.clone()
     };
     Some((rec, addrs.into_keys().collect()))
 }
@@ -317,7 +307,7 @@ fn request_warnings(w: &[String], dropped: u64, unmatched: u64) -> Vec<String> {
         eprintln!(
             "mpiover: rank {}: request map: {dropped} posts not remembered, \
              {unmatched} unmatched completions",
-            INFO.get().map(|i| i.rank).unwrap_or(0)
+            INFO.get().map(|i| i.head.rank).unwrap_or(0)
         );
     }
     w
@@ -401,7 +391,7 @@ fn write_now(finished: &str, when: When) {
         eprintln!(
             "mpiover: debug: rank {} record ({finished}): build {:.3} ms, quick write {:.3} ms, \
              symbolize {} sites {:.3} ms, write {:.3} ms",
-            info.rank,
+            info.head.rank,
             (t1 - t0) as f64 * 1e-6,
             (t2 - t1) as f64 * 1e-6,
             addrs.len(),
@@ -414,8 +404,8 @@ fn write_now(finished: &str, when: When) {
 /// Writes `rec` to a temporary name and renames it into place; false (and
 /// one warning) on failure.
 fn save(info: &crate::init::RunInfo, dir: &std::path::Path, rec: &Record) -> bool {
-    let name = record::rank_file_name(info.rank);
-    let tmp = dir.join(format!(".{name}.tmp-{}", info.pid));
+    let name = record::rank_file_name(info.head.rank);
+    let tmp = dir.join(format!(".{name}.tmp-{}", info.head.pid));
     let res = (|| -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let mut f = std::fs::File::create(&tmp)?;

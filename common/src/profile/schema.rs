@@ -348,6 +348,28 @@ pub struct Entry {
     /// Point-to-point: whether the pair shared a host.
     #[serde(default)]
     pub same_host: Option<bool>,
+    /// What was measured and fitted (flattened: its keys are the entry's).
+    #[serde(flatten)]
+    pub measured: Measured,
+    /// Per-run summaries (one per calibration run merged into this entry).
+    #[serde(default)]
+    pub runs: Vec<EntryRun>,
+}
+
+/// One run's summary of an entry's sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EntryRun {
+    pub run: String,
+    /// The run's own numbers (flattened). Fields that profiles written
+    /// before they were kept per run lack read as 0 or none.
+    #[serde(flatten)]
+    pub measured: Measured,
+}
+
+/// What calibration measured and fitted of one entry: over all its runs in
+/// [`Entry`], over one run in [`EntryRun`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
     /// Hosts spanned by the communicator.
     #[serde(default)]
     pub hosts: u32,
@@ -412,61 +434,28 @@ pub struct Entry {
     /// Anything unusual about the entry (why the fit failed, ...).
     #[serde(default)]
     pub note: Option<String>,
-    /// Per-run summaries (one per calibration run merged into this entry).
-    #[serde(default)]
-    pub runs: Vec<EntryRun>,
 }
 
-/// One run's summary of an entry's sample.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EntryRun {
-    pub run: String,
-    pub n: u64,
-    pub n_invalid: u64,
-    /// Why samples were dropped (see [`Entry`]); 0 in profiles written
-    /// before these were kept per run.
-    #[serde(default)]
-    pub n_late: u64,
-    #[serde(default)]
-    pub n_overrun: u64,
-    #[serde(default)]
-    pub n_preempted: u64,
-    pub min_s: f64,
-    pub median_s: f64,
-    #[serde(default)]
-    pub median_ci_s: Option<[f64; 2]>,
-    #[serde(default)]
-    pub max_s: Option<f64>,
-    #[serde(default)]
-    pub q90_s: Option<f64>,
-    #[serde(default)]
-    pub q99_s: Option<f64>,
-    /// Sum of the run's kept samples and its wall time on the entry, seconds
-    /// (none in profiles written before these were kept per run).
-    #[serde(default)]
-    pub sum_s: Option<f64>,
-    #[serde(default)]
-    pub elapsed_s: Option<f64>,
-    #[serde(default)]
-    pub window_s: Option<f64>,
-    #[serde(default)]
-    pub stop: Option<StopReason>,
-    #[serde(default)]
-    pub hosts: u32,
-    #[serde(default)]
-    pub note: Option<String>,
-    pub tmax_s: f64,
-    pub model: Option<FitModel>,
-    pub lambda: Option<f64>,
-    pub chi2: Option<f64>,
-    pub df: Option<u64>,
-    #[serde(default)]
-    pub critical: Option<f64>,
-    pub accepted: bool,
-    #[serde(default)]
-    pub fallback: bool,
-    #[serde(default)]
-    pub bin_width_s: Option<f64>,
+/// An entry reads as what was measured of it: `entry.tmax_s`.
+impl std::ops::Deref for Entry {
+    type Target = Measured;
+    fn deref(&self) -> &Measured {
+        &self.measured
+    }
+}
+
+impl std::ops::DerefMut for Entry {
+    fn deref_mut(&mut self) -> &mut Measured {
+        &mut self.measured
+    }
+}
+
+/// A run's summary reads as what was measured in that run.
+impl std::ops::Deref for EntryRun {
+    type Target = Measured;
+    fn deref(&self) -> &Measured {
+        &self.measured
+    }
 }
 
 /// A base point that was planned but not measured.
@@ -516,32 +505,7 @@ impl Entry {
     pub fn as_run(&self, run: &str) -> EntryRun {
         EntryRun {
             run: run.to_string(),
-            n: self.n,
-            n_invalid: self.n_invalid,
-            n_late: self.n_late,
-            n_overrun: self.n_overrun,
-            n_preempted: self.n_preempted,
-            min_s: self.min_s,
-            median_s: self.median_s,
-            median_ci_s: self.median_ci_s,
-            max_s: self.max_s,
-            q90_s: self.q90_s,
-            q99_s: self.q99_s,
-            sum_s: self.sum_s,
-            elapsed_s: self.elapsed_s,
-            window_s: self.window_s,
-            stop: self.stop,
-            hosts: self.hosts,
-            note: self.note.clone(),
-            tmax_s: self.tmax_s,
-            model: self.model,
-            lambda: self.lambda,
-            chi2: self.chi2,
-            df: self.df,
-            critical: self.critical,
-            accepted: self.accepted,
-            fallback: self.fallback,
-            bin_width_s: self.bin_width_s,
+            measured: self.measured.clone(),
         }
     }
 }

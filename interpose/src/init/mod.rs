@@ -11,6 +11,8 @@ use std::sync::OnceLock;
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
+use mpiover_common::record::Record;
+
 use crate::{rt, timer};
 
 mod about;
@@ -25,16 +27,10 @@ pub use signals::*;
 
 /// Facts about the run, fixed at init; read when the record is written.
 pub struct RunInfo {
-    pub rank: u32,
-    pub ranks: u32,
-    pub host: String,
-    pub pid: u32,
-    pub mpi_library: String,
-    pub thread_level: String,
-    pub command: Vec<String>,
-    pub start_unix_s: f64,
+    /// The record's fixed part (who, where, which library, since when): the
+    /// writer fills in the rest.
+    pub head: Record,
     pub start_mono_ns: u64,
-    pub run_id: String,
     /// None: no records are written (the directory was not writable).
     pub dir: Option<PathBuf>,
     pub timer_resolution_s: f64,
@@ -43,8 +39,6 @@ pub struct RunInfo {
     pub depth: u32,
     pub max_keys: u32,
     pub warnings: Vec<String>,
-    /// The eager limit the library states through `MPI_T`, if it does.
-    pub eager_limit: Option<mpiover_common::profile::MpiTValue>,
 }
 
 pub static INFO: OnceLock<RunInfo> = OnceLock::new();
@@ -192,16 +186,29 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
     );
     let (res, cost) = timer::characterize(timer::unit_quick());
     let info = RunInfo {
-        rank: rank.max(0) as u32,
-        ranks: size.max(0) as u32,
-        host: hostname(),
-        pid: std::process::id(),
-        mpi_library,
-        thread_level: level_name(level.or_else(query_thread)),
-        command,
-        start_unix_s,
+        head: Record {
+            schema: mpiover_common::record::RECORD_SCHEMA.to_string(),
+            run_id,
+            rank: rank.max(0) as u32,
+            ranks: size.max(0) as u32,
+            host: hostname(),
+            pid: std::process::id(),
+            mpi_library,
+            thread_level: level_name(level.or_else(query_thread)),
+            command,
+            start_unix_s,
+            // Asked once, at start-up, outside any wrapper (the busy guard
+            // is still held): the report's rendezvous threshold when no
+            // profile measured one.
+            eager_limit: mpiover_mpisys::mpit::eager_limit().map(|(cvar, bytes)| {
+                mpiover_common::profile::MpiTValue {
+                    cvar: cvar.to_string(),
+                    bytes,
+                }
+            }),
+            ..Record::default()
+        },
         start_mono_ns,
-        run_id,
         dir,
         timer_resolution_s: res,
         timer_cost_s: cost,
@@ -209,15 +216,6 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
         depth: opts.depth,
         max_keys: opts.max_keys,
         warnings,
-        // Asked once, at start-up, outside any wrapper (the busy guard is
-        // still held): the report's rendezvous threshold when no profile
-        // measured one.
-        eager_limit: mpiover_mpisys::mpit::eager_limit().map(|(cvar, bytes)| {
-            mpiover_common::profile::MpiTValue {
-                cvar: cvar.to_string(),
-                bytes,
-            }
-        }),
     };
     drop(busy);
 

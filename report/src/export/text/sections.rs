@@ -4,7 +4,7 @@ use super::*;
 
 /// The run: directory, command, ranks, library.
 pub(super) fn header(o: &mut String, c: &Ctx) {
-    let Ctx { r, st, .. } = *c;
+    let (r, st) = (c.r, c.st);
     // Header.
     let _ = writeln!(o, "{} {}", st.bold("mpiover report:"), r.run.dir);
     let _ = writeln!(o, "  command   {}", r.run.command.join(" "));
@@ -32,12 +32,7 @@ pub(super) fn header(o: &mut String, c: &Ctx) {
 
 /// Totals, overhead and the worst sites in words.
 pub(super) fn summary(o: &mut String, c: &Ctx) {
-    let Ctx {
-        r,
-        st,
-        overhead_known,
-        ..
-    } = *c;
+    let (r, st, overhead_known) = (c.r, c.st, c.overhead_known);
     // Summary.
     let s = &r.summary;
     let _ = writeln!(o, "{}", st.bold("SUMMARY"));
@@ -105,55 +100,55 @@ pub(super) fn summary(o: &mut String, c: &Ctx) {
     o.push('\n');
 }
 
+/// `part` as a fraction of `whole`; 0 of nothing.
+fn share(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        part / whole
+    } else {
+        0.0
+    }
+}
+
+/// A section's title in bold and, after it, what the section shows.
+fn heading(o: &mut String, c: &Ctx, title: &str, what: impl std::fmt::Display) {
+    let _ = writeln!(o, "{}  ({what})", c.st.bold(title));
+}
+
 /// The ranked sites table, with notes on sites that are not plain source lines.
 pub(super) fn sites(o: &mut String, c: &Ctx) {
-    let Ctx {
-        r,
-        st,
-        overhead_known,
-        top,
-        ..
-    } = *c;
-    let loc = |s: &SiteReport| c.loc(s);
-    // Sites.
-    let _ = writeln!(
+    let (r, st, overhead_known, top) = (c.r, c.st, c.overhead_known, c.top);
+    heading(
         o,
-        "{}  (ranked by {}; {} of {})",
-        st.bold("SITES"),
-        r.summary.ranked_by,
-        top,
-        r.sites.len()
+        c,
+        "SITES",
+        format_args!(
+            "ranked by {}; {} of {}",
+            r.summary.ranked_by,
+            top,
+            r.sites.len()
+        ),
     );
-    let mut t = Table {
-        head: vec![
-            ("#", Align::Right),
-            ("Location", Align::Left),
-            ("Function", Align::Left),
-            ("MPI call", Align::Left),
-            ("Calls", Align::Right),
-            ("Time", Align::Right),
-            ("Bytes", Align::Right),
-        ],
-        rows: Vec::new(),
-    };
+    let mut t = Table::new(&[
+        ">#", "Location", "Function", "MPI call", ">Calls", ">Time", ">Bytes",
+    ]);
     if overhead_known {
-        t.head.extend([
-            ("Sum tmax", Align::Right),
-            ("Overhead", Align::Right),
-            ("%MPI", Align::Right),
-            ("%App", Align::Right),
-            (">tmax", Align::Right),
-            ("Signif.", Align::Left),
-            ("Wait state", Align::Left),
-            ("Late ranks", Align::Left),
+        t.extend_head(&[
+            ">Sum tmax",
+            ">Overhead",
+            ">%MPI",
+            ">%App",
+            ">>tmax",
+            "Signif.",
+            "Wait state",
+            "Late ranks",
         ]);
     } else {
-        t.head.push(("%MPI", Align::Right));
+        t.extend_head(&[">%MPI"]);
     }
     for site in r.sites.iter().take(top) {
         let mut row = vec![
             plain(site.rank.to_string()),
-            plain(loc(site)),
+            plain(c.loc(site)),
             // C++ names without their parameter lists: the JSON and HTML
             // reports have them whole.
             plain(truncate(
@@ -252,48 +247,33 @@ pub(super) fn sites(o: &mut String, c: &Ctx) {
 
 /// How the top sites spread over ranks.
 pub(super) fn spread(o: &mut String, c: &Ctx) {
-    let Ctx {
-        r,
-        st,
-        overhead_known,
-        top,
-        ..
-    } = *c;
-    let loc = |s: &SiteReport| c.loc(s);
-    // Per-rank spread of the top sites.
-    let _ = writeln!(
+    let (r, st, overhead_known, top) = (c.r, c.st, c.overhead_known, c.top);
+    heading(
         o,
-        "{}  (per site, over the ranks where it occurs)",
-        st.bold("PER-RANK SPREAD")
+        c,
+        "PER-RANK SPREAD",
+        "per site, over the ranks where it occurs",
     );
-    let mut t = Table {
-        head: vec![
-            ("#", Align::Right),
-            ("Location", Align::Left),
-            ("Ranks", Align::Right),
-            ("Time min", Align::Right),
-            ("(rank)", Align::Left),
-            ("median", Align::Right),
-            ("max", Align::Right),
-            ("(rank)", Align::Left),
-            ("Call min", Align::Right),
-            ("Call max", Align::Right),
-        ],
-        rows: Vec::new(),
-    };
+    let mut t = Table::new(&[
+        ">#",
+        "Location",
+        ">Ranks",
+        ">Time min",
+        "(rank)",
+        ">median",
+        ">max",
+        "(rank)",
+        ">Call min",
+        ">Call max",
+    ]);
     if overhead_known {
-        t.head.extend([
-            ("Overhead min", Align::Right),
-            ("median", Align::Right),
-            ("max", Align::Right),
-            ("worst rank", Align::Right),
-        ]);
+        t.extend_head(&[">Overhead min", ">median", ">max", ">worst rank"]);
     }
     for site in r.sites.iter().take(top) {
         let p = &site.per_rank;
         let mut row = vec![
             plain(site.rank.to_string()),
-            plain(loc(site)),
+            plain(c.loc(site)),
             plain(p.ranks.to_string()),
             plain(secs(p.time_min_s)),
             plain(format!("({})", p.time_min_rank)),
@@ -323,12 +303,7 @@ pub(super) fn spread(o: &mut String, c: &Ctx) {
 
 /// One row per rank (at most 16 shown).
 pub(super) fn ranks(o: &mut String, c: &Ctx) {
-    let Ctx {
-        r,
-        st,
-        overhead_known,
-        ..
-    } = *c;
+    let (r, st, overhead_known) = (c.r, c.st, c.overhead_known);
     // Ranks.
     let shown: Vec<&crate::model::RankReport> = if r.ranks.len() <= 16 {
         r.ranks.iter().collect()
@@ -341,10 +316,10 @@ pub(super) fn ranks(o: &mut String, c: &Ctx) {
         v.truncate(10);
         v
     };
-    let _ = writeln!(
+    heading(
         o,
-        "{}  ({})",
-        st.bold("RANKS"),
+        c,
+        "RANKS",
         if shown.len() == r.ranks.len() {
             "all".to_string()
         } else {
@@ -358,31 +333,24 @@ pub(super) fn ranks(o: &mut String, c: &Ctx) {
                 },
                 r.ranks.len()
             )
-        }
+        },
     );
-    let mut t = Table {
-        head: vec![
-            ("Rank", Align::Right),
-            ("Host", Align::Left),
-            ("App time", Align::Right),
-            ("MPI time", Align::Right),
-            ("MPI %", Align::Right),
-            ("Overhead", Align::Right),
-            ("Record", Align::Left),
-        ],
-        rows: Vec::new(),
-    };
+    let mut t = Table::new(&[
+        ">Rank",
+        "Host",
+        ">App time",
+        ">MPI time",
+        ">MPI %",
+        ">Overhead",
+        "Record",
+    ]);
     for k in &shown {
         t.rows.push(vec![
             plain(k.rank.to_string()),
             plain(truncate(&k.host, 24)),
             plain(secs(k.app_time_s)),
             plain(secs(k.mpi_time_s)),
-            plain(pct(if k.app_time_s > 0.0 {
-                k.mpi_time_s / k.app_time_s
-            } else {
-                0.0
-            })),
+            plain(pct(share(k.mpi_time_s, k.app_time_s))),
             plain(opt_secs(k.overhead_s)),
             (
                 k.finished.clone(),
@@ -407,7 +375,7 @@ pub(super) fn ranks(o: &mut String, c: &Ctx) {
 
 /// Who waited on whom.
 pub(super) fn wait_matrix(o: &mut String, c: &Ctx) {
-    let Ctx { r, st, .. } = *c;
+    let (r, st) = (c.r, c.st);
     // Wait matrix.
     let wm = &r.wait_matrix;
     if !wm.cells.is_empty() {
@@ -416,34 +384,24 @@ pub(super) fn wait_matrix(o: &mut String, c: &Ctx) {
         } else {
             "time in point-to-point calls"
         };
-        let _ = writeln!(
+        heading(
             o,
-            "{}  (who waited on whom, by {by}; {} of {} pairs, total {})",
-            st.bold("WAIT MATRIX"),
-            wm.cells.len().min(10),
-            wm.cells_total,
-            secs(wm.total_s)
+            c,
+            "WAIT MATRIX",
+            format_args!(
+                "who waited on whom, by {by}; {} of {} pairs, total {}",
+                wm.cells.len().min(10),
+                wm.cells_total,
+                secs(wm.total_s)
+            ),
         );
-        let mut t = Table {
-            head: vec![
-                ("Rank", Align::Right),
-                ("waited on", Align::Right),
-                ("for", Align::Right),
-                ("share", Align::Right),
-                ("calls", Align::Right),
-            ],
-            rows: Vec::new(),
-        };
+        let mut t = Table::new(&[">Rank", ">waited on", ">for", ">share", ">calls"]);
         for c in wm.cells.iter().take(10) {
             t.rows.push(vec![
                 plain(c.waiter.to_string()),
                 plain(c.peer.to_string()),
                 plain(secs(c.value_s)),
-                plain(pct(if wm.total_s > 0.0 {
-                    c.value_s / wm.total_s
-                } else {
-                    0.0
-                })),
+                plain(pct(share(c.value_s, wm.total_s))),
                 plain(count(c.calls)),
             ]);
         }
@@ -454,7 +412,7 @@ pub(super) fn wait_matrix(o: &mut String, c: &Ctx) {
 
 /// How the figures were obtained, and the warnings.
 pub(super) fn methods(o: &mut String, c: &Ctx) {
-    let Ctx { r, st, .. } = *c;
+    let (r, st) = (c.r, c.st);
     // Methods.
     let m = &r.methods;
     let _ = writeln!(o, "{}", st.bold("METHODS"));

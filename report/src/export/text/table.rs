@@ -48,6 +48,28 @@ pub(crate) struct Table {
 }
 
 impl Table {
+    /// A table with these column headings and no rows. A heading that
+    /// starts with `>` is right-aligned (the `>` is dropped: `">>tmax"` is
+    /// the right-aligned `>tmax`); any other is left-aligned. One line per
+    /// table keeps its columns readable next to the row that fills them.
+    pub(crate) fn new(head: &[&'static str]) -> Table {
+        let mut t = Table {
+            head: Vec::with_capacity(head.len()),
+            rows: Vec::new(),
+        };
+        t.extend_head(head);
+        t
+    }
+
+    /// Further column headings, spelled as in [`Table::new`].
+    pub(crate) fn extend_head(&mut self, head: &[&'static str]) {
+        self.head
+            .extend(head.iter().map(|h| match h.strip_prefix('>') {
+                Some(right) => (right, Align::Right),
+                None => (*h, Align::Left),
+            }));
+    }
+
     pub(crate) fn render(&self, out: &mut String, st: &Style, indent: &str) {
         let n = self.head.len();
         let mut w = vec![0usize; n];
