@@ -50,7 +50,8 @@ fn calibrated_late_sender_recv_carries_nearly_all_the_delay_as_overhead() {
 /// machine's, not the program's. Such a run is repeated (at most three in
 /// all), each repetition against a calibration measured anew, as the
 /// accuracy suite repeats stalled runs; a profiler that flags a clean
-/// ping-pong fails all three.
+/// ping-pong fails all three. `scripts/test` runs the `_clean_` checks last
+/// and alone, so that no other test loads the second core meanwhile.
 #[test]
 fn calibrated_clean_pingpong_flags_below_1_percent_of_its_mpi_time() {
     let mut attempt = 1;
