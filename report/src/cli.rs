@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 
 use crate::analysis::{analyze_dir, Options};
 use crate::export::{export, ExportOptions, Format};
+use crate::model::Report;
 use crate::tmax::{open_profile, TmaxSource};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -73,10 +74,14 @@ pub enum DiffFormat {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The run before.
-    pub run_a: PathBuf,
-    /// The run after.
-    pub run_b: PathBuf,
+    /// The run before and the run after (`A B`), or the runs before when the
+    /// runs after follow `--`: several runs a side let the test weigh a
+    /// change against run-to-run variation.
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+    /// The runs after (`mpiover diff A1 A2 -- B1 B2`).
+    #[arg(last = true, value_name = "RUN_AFTER")]
+    pub after: Vec<PathBuf>,
     #[arg(long, short = 'f', value_enum, default_value_t = DiffFormat::Text)]
     pub format: DiffFormat,
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -86,6 +91,21 @@ pub struct DiffArgs {
     pub top: usize,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
+}
+
+impl DiffArgs {
+    /// The runs before and after.
+    fn sides(&self) -> anyhow::Result<(&[PathBuf], &[PathBuf])> {
+        match (self.runs.as_slice(), self.after.is_empty()) {
+            (runs, false) => Ok((runs, self.after.as_slice())),
+            ([a, b], true) => Ok((std::slice::from_ref(a), std::slice::from_ref(b))),
+            (runs, true) => anyhow::bail!(
+                "diff takes two runs (A B), or the runs before and after separated by `--` \
+                 (A1 A2 -- B1 B2); got {} run(s) and no `--`",
+                runs.len()
+            ),
+        }
+    }
 }
 
 impl AnalysisArgs {
@@ -187,16 +207,30 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<()> {
 
 pub fn run_diff(a: &DiffArgs) -> anyhow::Result<()> {
     a.analysis.check()?;
+    let (before, after) = a.sides()?;
     let tmax = a.analysis.tmax()?;
-    let opts = a.analysis.options(0, false);
-    let ra = analyze_dir(&a.run_a, tmax.as_deref(), &opts)?;
-    let rb = analyze_dir(&a.run_b, tmax.as_deref(), &opts)?;
-    for (name, r) in [("A", &ra), ("B", &rb)] {
-        for w in &r.warnings {
-            eprintln!("mpiover: warning: run {name}: {w}");
+    // Every site's call distribution (the rank-sum test reads them); no
+    // source files.
+    let opts = a.analysis.options(usize::MAX, false);
+    let analyze = |dirs: &[PathBuf]| -> anyhow::Result<Vec<Report>> {
+        dirs.iter()
+            .map(|d| Ok(analyze_dir(d, tmax.as_deref(), &opts)?))
+            .collect()
+    };
+    // Every run is read before anything is said: a bad one is the only line.
+    let sides = [analyze(before)?, analyze(after)?];
+    for (name, runs) in ["A", "B"].into_iter().zip(&sides) {
+        let many = runs.len() > 1;
+        for r in runs {
+            for w in &r.warnings {
+                match many {
+                    true => eprintln!("mpiover: warning: run {name} ({}): {w}", r.run.dir),
+                    false => eprintln!("mpiover: warning: run {name}: {w}"),
+                }
+            }
         }
     }
-    let d = crate::diff::diff(&ra, &rb);
+    let d = crate::diff::diff(&sides[0], &sides[1], a.analysis.alpha);
     let bytes = match a.format {
         DiffFormat::Text => crate::export::diff::text(&d, a.top),
         DiffFormat::Json => crate::export::diff::json(&d),

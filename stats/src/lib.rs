@@ -60,6 +60,7 @@
 //! bottleneck.
 
 pub mod chi2;
+pub mod compare;
 pub mod error;
 pub mod fit;
 pub mod histogram;
@@ -73,6 +74,7 @@ pub mod stopping;
 pub mod summary;
 
 pub use chi2::{Group, Verdict};
+pub use compare::{mann_whitney_binned, welch_t_test};
 pub use error::StatsError;
 pub use fit::{fit, FitOptions, FitResult, ModelFit};
 pub use histogram::{class_index, BinRule, Binning, Histogram};

@@ -19,6 +19,14 @@ pub(crate) fn dist_edge(i: usize) -> f64 {
     DIST_LO * 10f64.powf(i as f64 / DIST_PER_DECADE)
 }
 
+/// The bin whose lower edge is `edge` (the inverse of [`dist_edge`]).
+pub(crate) fn dist_index_of_edge(edge: f64) -> usize {
+    (((edge / DIST_LO).log10() * DIST_PER_DECADE)
+        .round()
+        .max(0.0) as usize)
+        .min(DIST_BINS - 1)
+}
+
 /// One rank's figures at one site.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RankSite {

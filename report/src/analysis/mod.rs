@@ -56,6 +56,7 @@ use late::*;
 use per_rank::*;
 use rendezvous::*;
 
+pub(crate) use acc::{dist_index_of_edge, DIST_BINS};
 pub use load::{analyze_dir, analyze_records};
 pub use rules::entry_wait_state;
 use rules::*;

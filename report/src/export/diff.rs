@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::diff::{DiffReport, Side};
+use crate::diff::{DiffReport, DiffTest, Side};
 use crate::model::RankedBy;
 use crate::units::{count, secs};
 
@@ -20,7 +20,11 @@ fn signed(s: f64) -> String {
 
 pub fn text(d: &DiffReport, top: usize) -> Vec<u8> {
     let mut o = String::new();
-    let _ = writeln!(o, "mpiover diff: A = {}  B = {}", d.a.dir, d.b.dir);
+    let runs = |r: &crate::diff::DiffRun| match r.dirs.len() {
+        0 | 1 => r.dir.clone(),
+        n => format!("{} runs ({} ...), means", n, r.dir),
+    };
+    let _ = writeln!(o, "mpiover diff: A = {}  B = {}", runs(&d.a), runs(&d.b));
     let line = |o: &mut String, name: &str, a: Option<f64>, b: Option<f64>| {
         let _ = match (a, b) {
             (Some(a), Some(b)) => writeln!(
@@ -60,6 +64,7 @@ pub fn text(d: &DiffReport, top: usize) -> Vec<u8> {
         d.compared_by,
         counts.join(", ")
     );
+    let _ = writeln!(o, "  {}", verdict_rule(d));
     let by_ovh = d.compared_by == RankedBy::Overhead;
     let mut rows: Vec<Vec<String>> = vec![vec![
         "Status".into(),
@@ -75,6 +80,7 @@ pub fn text(d: &DiffReport, top: usize) -> Vec<u8> {
     if by_ovh {
         rows[0].extend(["Overhead A".into(), "Overhead B".into(), "Change".into()]);
     }
+    rows[0].push("q".into());
     let f = |s: &Option<Side>, g: &dyn Fn(&Side) -> String| s.as_ref().map_or("-".to_string(), g);
     for s in d.sites.iter().take(top) {
         let mut r = vec![
@@ -99,6 +105,7 @@ pub fn text(d: &DiffReport, top: usize) -> Vec<u8> {
                 s.delta_overhead_s.map(signed).unwrap_or_else(|| "-".into()),
             ]);
         }
+        r.push(s.q_value.map_or_else(|| "-".into(), q_value));
         rows.push(r);
     }
     let ncol = rows[0].len();
@@ -123,6 +130,39 @@ pub fn text(d: &DiffReport, top: usize) -> Vec<u8> {
     o.into_bytes()
 }
 
+/// A q-value in two digits: fixed down to 0.01, in powers of ten below.
+fn q_value(q: f64) -> String {
+    if q >= 0.01 {
+        format!("{q:.2}")
+    } else {
+        format!("{q:.1e}")
+    }
+}
+
+/// When a site is `better` or `worse`, in one sentence.
+fn verdict_rule(d: &DiffReport) -> String {
+    let m = &d.method;
+    let test = match m.test {
+        DiffTest::WelchRunTotals => format!(
+            "Welch's t-test on per-run totals ({} vs {} runs)",
+            m.runs_a, m.runs_b
+        ),
+        DiffTest::RankSumCallDurations => {
+            "the rank-sum test on call durations (one run on a side: \
+             it cannot tell the machine's run-to-run variation from the program's change; give \
+             several runs a side, A1 A2 -- B1 B2)"
+                .to_string()
+        }
+    };
+    format!(
+        "better/worse: q <= {} by {test}, and a change of at least {:.0} % of the site and {:.0} % \
+         of the MPI time",
+        m.alpha,
+        100.0 * m.min_change_of_site,
+        100.0 * m.min_change_of_mpi
+    )
+}
+
 pub fn json(d: &DiffReport) -> Vec<u8> {
     let mut v = serde_json::to_vec_pretty(d).expect("a diff serializes");
     v.push(b'\n');
@@ -145,6 +185,9 @@ pub fn csv(d: &DiffReport) -> Vec<u8> {
         "overhead_a_s",
         "overhead_b_s",
         "delta_overhead_s",
+        "p_value",
+        "q_value",
+        "min_change_s",
     ];
     let opt = |v: Option<String>| v.unwrap_or_default();
     let rows = d.sites.iter().map(|s| {
@@ -171,6 +214,9 @@ pub fn csv(d: &DiffReport) -> Vec<u8> {
                 .and_then(|x| x.overhead_s)
                 .map(|v| v.to_string())),
             opt(s.delta_overhead_s.map(|v| v.to_string())),
+            opt(s.p_value.map(|v| v.to_string())),
+            opt(s.q_value.map(|v| v.to_string())),
+            s.min_change_s.to_string(),
         ]
     });
     super::csv::write_rows(HEADER, rows)

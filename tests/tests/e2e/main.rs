@@ -14,6 +14,7 @@ mod attribution;
 mod bytes_peers;
 mod calibrated;
 mod cxx;
+mod diff;
 mod exports;
 mod fortran;
 mod halo;
