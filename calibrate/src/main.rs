@@ -17,6 +17,7 @@
 //! (SKaMPI §3.3: the job that was running when the run died is retried last).
 //! Only `PMPI_*` is called.
 
+mod advice;
 mod args;
 mod clock;
 mod driver;

@@ -60,6 +60,9 @@ spelled! {
         Negligible = "negligible",
         NoTmax = "no tmax",
         NoQmax = "no q_max",
+        /// Not significant against a tmax from weak calibration entries
+        /// (too few samples, or a skewed clock): no verdict.
+        WeakTmax = "weak tmax",
     }
 }
 

@@ -115,6 +115,8 @@ mod tests {
             Some(Basis {
                 n: 200,
                 fitted: false,
+                min_n: 0,
+                skewed: false,
             }),
         );
         let fit = Null::new(
@@ -122,6 +124,8 @@ mod tests {
             Some(Basis {
                 n: 200,
                 fitted: true,
+                min_n: 0,
+                skewed: false,
             }),
         );
         assert!((emp.expected_share() - 3.0 / 201.0).abs() < 1e-12);
@@ -142,6 +146,8 @@ mod tests {
             Some(Basis {
                 n: 200,
                 fitted: false,
+                min_n: 0,
+                skewed: false,
             }),
         );
         assert!(half.min_calls(0.05) >= min_calls(0.5, 0.05));

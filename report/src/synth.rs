@@ -230,6 +230,8 @@ pub fn push_entry(
         tmax_basis: online.then_some(Basis {
             n: 1000,
             fitted: false,
+            min_n: 0,
+            skewed: false,
         }),
         tmax_composed: None,
         tmax_missing: None,

@@ -43,8 +43,10 @@ impl Driver<'_> {
         let a = self.a;
         prof.save_atomic(&a.output)
             .map_err(|e| Fail(e.to_string()))?;
-        if !complete {
-            warn_incomplete(prof, &a.output);
+        // Said even with --quiet: lookups at holes interpolate over them or
+        // are out of range, and weak entries get no clean verdict.
+        for w in crate::advice::warnings(prof, &a.output.display().to_string()) {
+            eprintln!("mpiover-calibrate: warning: {w}");
         }
         if !a.quiet {
             summarize(prof, clock::raw_now() - t_start, &a.output);
@@ -88,25 +90,6 @@ impl Driver<'_> {
             })
             .collect()
     }
-}
-
-/// Said even with --quiet: the profile has holes (lookups there interpolate
-/// over the missing points or are out of range).
-fn warn_incomplete(prof: &Profile, output: &std::path::Path) {
-    let budget = prof
-        .skipped
-        .iter()
-        .filter(|s| s.reason == "time budget")
-        .count();
-    eprintln!(
-        "mpiover-calibrate: warning: {} planned entries not measured ({} by the time \
-         budget, {} without a valid sample; listed under \"skipped\" in {}); --resume \
-         with a larger --time-budget measures them",
-        prof.skipped.len(),
-        budget,
-        prof.skipped.len() - budget,
-        output.display()
-    );
 }
 
 /// What the run measured, in two lines.

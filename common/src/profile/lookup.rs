@@ -17,21 +17,63 @@ use super::*;
 pub struct Basis {
     pub n: u64,
     pub fitted: bool,
+    /// The fewest samples the profile's stopping rule asks of an entry
+    /// (`method.min_samples`; 0 when not known). An entry with fewer was cut
+    /// short by a budget: its tmax is weak.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub min_n: u64,
+    /// The clock synchronization of the calibration had a residual larger
+    /// than the entry's median call: its windows did not start the ranks
+    /// together, so its durations hold their skew and its tmax is weak.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub skewed: bool,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 impl Basis {
+    /// The basis of an entry as such, its quality not judged.
     pub fn of(e: &Entry) -> Basis {
         Basis {
             n: e.n,
             fitted: !e.fallback && e.model.is_some(),
+            min_n: 0,
+            skewed: false,
         }
     }
 
-    /// The less certain of two: fewer samples, fitted only if both were.
+    /// The basis of an entry of a profile measured with `method`: with the
+    /// facts of its quality (see [`Basis::is_weak`]).
+    pub fn judged(e: &Entry, method: &Method) -> Basis {
+        let residual = method.clock_sync.as_ref().map_or(0.0, |c| {
+            c.ranks.iter().map(|r| r.residual_s).fold(0.0, f64::max)
+        });
+        Basis {
+            min_n: method.min_samples,
+            skewed: method.sync == SyncMethod::Window && residual > e.median_s,
+            ..Basis::of(e)
+        }
+    }
+
+    /// Fewer samples than the stopping rule's minimum, or a skewed clock.
+    pub fn is_weak(&self) -> bool {
+        self.n < self.min_n || self.skewed
+    }
+
+    /// The less certain of two: fewer samples, fitted only if both were,
+    /// weak if either was.
     pub fn weaker(self, o: Basis) -> Basis {
         Basis {
             n: self.n.min(o.n),
             fitted: self.fitted && o.fitted,
+            min_n: if self.n <= o.n { self.min_n } else { o.min_n },
+            skewed: self.skewed || o.skewed,
         }
     }
 }
@@ -215,14 +257,14 @@ impl Table {
 }
 
 impl Index {
-    pub fn new(entries: &[Entry]) -> Index {
+    pub fn new(entries: &[Entry], method: &Method) -> Index {
         let mut points: HashMap<TableKey, BTreeMap<u32, RowPoints>> = HashMap::new();
         for e in entries {
             let role = e.role.as_deref().map(|r| normalize_role(&e.function, r));
             let k = (e.function.clone(), role, e.same_host);
             let row = points.entry(k).or_default().entry(e.p).or_default();
             // b = 0 and b = 1 are the same point; keep the larger tmax.
-            let basis = Basis::of(e);
+            let basis = Basis::judged(e, method);
             let slot = row.entry(e.bytes.max(1)).or_insert((e.tmax_s, basis));
             *slot = (slot.0.max(e.tmax_s), slot.1.weaker(basis));
         }
@@ -278,7 +320,8 @@ impl Index {
 impl Profile {
     /// The lookup index, built on first use.
     pub fn index(&self) -> &Index {
-        self.index.get_or_init(|| Index::new(&self.entries))
+        self.index
+            .get_or_init(|| Index::new(&self.entries, &self.method))
     }
 
     /// tmax of one call of `function` on a communicator of `p` ranks moving

@@ -500,35 +500,14 @@ fn lookup_carries_the_weakest_basis_of_the_points_used() {
     b.fallback = true;
     b.accepted = false;
     let p = profile(vec![a, b]);
-    let at = |bytes| p.tmax("MPI_Bcast", 2, bytes, Some("root")).unwrap().basis;
-    assert_eq!(
-        at(10),
-        Basis {
-            n: 300,
-            fitted: true
-        }
-    );
-    assert_eq!(
-        at(100),
-        Basis {
-            n: 250,
-            fitted: false
-        }
-    );
-    assert_eq!(
-        at(30),
-        Basis {
-            n: 250,
-            fitted: false
-        }
-    );
-    assert_eq!(
-        at(1 << 20),
-        Basis {
-            n: 250,
-            fitted: false
-        }
-    );
+    let at = |bytes| {
+        let b = p.tmax("MPI_Bcast", 2, bytes, Some("root")).unwrap().basis;
+        (b.n, b.fitted)
+    };
+    assert_eq!(at(10), (300, true));
+    assert_eq!(at(100), (250, false));
+    assert_eq!(at(30), (250, false));
+    assert_eq!(at(1 << 20), (250, false));
 }
 
 #[test]
@@ -538,4 +517,32 @@ fn combining_one_run_gives_the_entry_back() {
     e.runs = vec![e.as_run("r1")];
     let c = combine_runs(&e, e.runs.clone());
     assert_eq!(c, e);
+}
+
+#[test]
+fn entries_cut_short_or_measured_with_skewed_clocks_are_weak() {
+    let mut a = entry("MPI_Allreduce", 4, 8, None, 10e-6);
+    let mut b = entry("MPI_Allreduce", 4, 1000, None, 20e-6);
+    a.n = 16;
+    b.n = 300;
+    let mut p = profile(vec![a, b]);
+    p.method.min_samples = 200;
+    p.invalidate_index();
+    let at = |p: &Profile, bytes| p.tmax("MPI_Allreduce", 4, bytes, None).unwrap().basis;
+    assert!(at(&p, 8).is_weak(), "16 of 200 samples");
+    assert!(!at(&p, 1000).is_weak());
+    assert!(at(&p, 100).is_weak(), "interpolated from a weak point");
+    // A clock residual above the calls' median skews every window.
+    p.method.sync = SyncMethod::Window;
+    p.method.clock_sync = Some(ClockSync {
+        ranks: vec![RankClock {
+            rank: 1,
+            residual_s: 1e-3,
+            ..RankClock::default()
+        }],
+        ..ClockSync::default()
+    });
+    p.invalidate_index();
+    let b = at(&p, 1000);
+    assert!(b.skewed && b.is_weak(), "{b:?}");
 }

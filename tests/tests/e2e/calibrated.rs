@@ -193,3 +193,73 @@ fn calibrated_alltoallw_wait_is_overhead_with_its_late_rank() {
     );
     assert_eq!(s["significant"], true, "{context}");
 }
+
+/// A copy of the calibrated profile whose point-to-point entries kept only
+/// 16 samples (fewer than the stopping rule's minimum, as a tiny
+/// `--entry-budget` leaves them), against a clean ping-pong: the report
+/// names the sites in one warning with the command that re-measures them,
+/// and calls none of them clean ("weak tmax" instead of "not significant").
+#[test]
+fn calibrated_weak_entries_are_named_with_their_sites_and_the_fix() {
+    let r = record(
+        "calibrated_weak",
+        NP,
+        "pingpong",
+        &["2000"],
+        calibrated_profile(),
+    );
+    let mut p = mpiover_common::profile::Profile::load(calibrated_profile()).expect("profile");
+    assert!(p.method.min_samples > 16, "{}", p.method.min_samples);
+    for e in p.entries.iter_mut() {
+        if e.function == "MPI_Recv" || e.function == "MPI_Send" {
+            e.n = 16;
+        }
+    }
+    let weak = scratch("calibrated_weak_profile").join("weak.json");
+    p.save_atomic(&weak).expect("writes the weak profile");
+    let o = std::process::Command::new(mpiover_bin())
+        .args(["report", "-f", "json", "--profile"])
+        .arg(&weak)
+        .arg(&r.dir)
+        .output()
+        .expect("runs mpiover report");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rep: Value = serde_json::from_slice(&o.stdout).expect("report JSON");
+    let warnings: Vec<&str> = rep["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|w| w.contains("weak calibration entries"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{:#}", rep["warnings"]);
+    let w = warnings[0];
+    assert!(w.starts_with("8 sites rely on weak"), "{w}");
+    assert!(w.contains("pingpong.c:") && w.contains("n = 16 of "), "{w}");
+    assert!(
+        w.contains("mpiover-calibrate --functions MPI_Recv,MPI_Send --entry-budget"),
+        "{w}"
+    );
+    let pp: Vec<&Value> = sites(&rep)
+        .iter()
+        .filter(|s| s["file"].as_str().is_some_and(|f| file_is(f, "pingpong.c")))
+        .filter(|s| s["mpi_function"] == "MPI_Send" || s["mpi_function"] == "MPI_Recv")
+        .collect();
+    assert_eq!(pp.len(), 8, "{:#}", rep["sites"]);
+    let verdicts: Vec<&str> = pp
+        .iter()
+        .filter_map(|s| s["significance"].as_str())
+        .collect();
+    assert!(
+        verdicts
+            .iter()
+            .all(|v| !["not significant", "too few calls"].contains(v)),
+        "{verdicts:?}"
+    );
+    assert!(verdicts.contains(&"weak tmax"), "{verdicts:?}");
+}

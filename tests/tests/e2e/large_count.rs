@@ -11,7 +11,7 @@ use crate::harness::*;
 
 #[test]
 fn large_count_calls_are_events_of_their_base_function() {
-    let p = profile("large_count", 2, "large_count", &["5", "20"]);
+    let p = profile("large_count", 2, "large_count", &["10", "20"]);
     let mpi4 = p.out.stdout.contains("mpi4 1");
     if mpi_flavor() == "mpich" {
         assert!(mpi4, "MPICH 4 has the large-count calls\n{}", p.out.dump());
@@ -27,13 +27,13 @@ fn large_count_calls_are_events_of_their_base_function() {
             .find(|t| t.function == f)
             .map_or(0, |t| t.calls)
     };
-    assert_eq!(calls(r0, &format!("MPI_Recv{suffix}")), 5, "{ctx}");
-    assert_eq!(calls(r1, &format!("MPI_Send{suffix}")), 5, "{ctx}");
+    assert_eq!(calls(r0, &format!("MPI_Recv{suffix}")), 10, "{ctx}");
+    assert_eq!(calls(r1, &format!("MPI_Send{suffix}")), 10, "{ctx}");
 
     // The late sender's wait, at the receive's line, as MPI_Recv.
     let line = marker("large_count.c", "large-count-recv");
     let recv = entries_at(r0, "MPI_Recv", "large_count.c", line);
-    assert_eq!(recv.iter().map(|e| e.count).sum::<u64>(), 5, "{ctx}");
+    assert_eq!(recv.iter().map(|e| e.count).sum::<u64>(), 10, "{ctx}");
     assert!(
         recv.iter()
             .all(|e| e.bytes == 8000 && e.peer == Some(1) && e.p == 2),
@@ -50,7 +50,7 @@ fn large_count_calls_are_events_of_their_base_function() {
     let line = marker("large_count.c", "large-count-send");
     let send = entries_at(r1, "MPI_Send", "large_count.c", line);
     assert!(
-        send.iter().map(|e| e.count).sum::<u64>() == 5
+        send.iter().map(|e| e.count).sum::<u64>() == 10
             && send.iter().all(|e| e.bytes == 8000 && e.peer == Some(0)),
         "{send:?}\n{ctx}"
     );

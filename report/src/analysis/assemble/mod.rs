@@ -12,7 +12,7 @@ mod warnings;
 
 use detail::details;
 use matrix::wait_matrix;
-use significance::{rank_sites, test_significance};
+use significance::{rank_sites, test_significance, weak_tmax_warning};
 use site::build_site;
 use warnings::profile_and_warnings;
 
@@ -58,6 +58,8 @@ pub(crate) fn finish(
     let min_calls = test_significance(&mut built, q_max, opts, mpi_time)
         .or_else(|| q_max.map(|q| signif::min_calls(q, opts.alpha)));
     rank_sites(&mut built, overhead_known);
+    let mut warnings = warnings;
+    warnings.extend(weak_tmax_warning(&built, summary.ranks));
 
     let detail = details(&built, opts, summary.ranks, overhead_known);
     let sites: Vec<SiteReport> = built.into_iter().map(|b| b.report).collect();

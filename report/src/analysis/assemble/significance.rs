@@ -36,6 +36,7 @@ pub(crate) fn test_significance(
     let min_calls = tested.iter().map(|t| t.2.min_calls(opts.alpha)).max();
     let qv = signif::bh_adjust(&tested.iter().map(|t| t.1).collect::<Vec<_>>());
     for (&(i, _, null), q) in tested.iter().zip(qv) {
+        let weak = built[i].acc.basis.is_some_and(|b| b.is_weak());
         let s = &mut built[i].report;
         s.q_value = Some(q);
         let expected = s.calls_with_tmax as f64 * null.expected_share();
@@ -50,7 +51,10 @@ pub(crate) fn test_significance(
             s.late_ranks_s.clear();
             s.late_basis = None;
         } else {
-            s.significance = if s.calls_with_tmax < null.min_calls(opts.alpha) {
+            // A weak tmax cannot clear a site: it errs either way.
+            s.significance = if weak {
+                Significance::WeakTmax
+            } else if s.calls_with_tmax < null.min_calls(opts.alpha) {
                 Significance::TooFewCalls
             } else {
                 Significance::NotSignificant
@@ -80,4 +84,63 @@ pub(crate) fn rank_sites(built: &mut [Built], overhead_known: bool) {
     for (i, b) in built.iter_mut().enumerate() {
         b.report.rank = i + 1;
     }
+}
+
+/// The warning for the sites whose tmax came from weak calibration entries
+/// (ranked order, at most five named), with what re-measures them.
+pub(crate) fn weak_tmax_warning(built: &[Built], ranks: u32) -> Option<String> {
+    let weak: Vec<(&SiteReport, Basis)> = built
+        .iter()
+        .filter_map(|b| {
+            let basis = b.acc.basis.filter(|x| x.is_weak())?;
+            (b.report.calls_with_tmax > 0).then_some((&b.report, basis))
+        })
+        .collect();
+    weak.first()?;
+    let named: Vec<String> = weak
+        .iter()
+        .take(5)
+        .map(|(s, b)| {
+            let why = if b.n < b.min_n {
+                format!("n = {} of {}", b.n, b.min_n)
+            } else {
+                "clock skew".to_string()
+            };
+            format!("#{} {} {} ({why})", s.rank, s.location, s.mpi_function)
+        })
+        .collect();
+    let more = weak.len().saturating_sub(named.len());
+    let mut functions: Vec<&str> = weak.iter().map(|(s, _)| s.mpi_function.as_str()).collect();
+    functions.sort_unstable();
+    functions.dedup();
+    let skewed = weak.iter().any(|(_, b)| b.skewed);
+    let few = weak.iter().any(|(_, b)| b.n < b.min_n);
+    let cause = match (few, skewed) {
+        (true, true) => {
+            "fewer samples than the stopping rule asks, or a clock synchronization \
+                         residual larger than the calls"
+        }
+        (true, false) => "fewer samples than the stopping rule asks: a budget cut them short",
+        _ => {
+            "a clock synchronization residual larger than the calls: the calibration's \
+              ranks did not start together"
+        }
+    };
+    Some(format!(
+        "{} site{} rel{} on weak calibration entries ({cause}), so a clean verdict is not \
+         possible there: {}{}; re-measure on an idle machine with a larger budget per entry, \
+         e.g. `mpirun -np {} mpiover-calibrate --functions {} --entry-budget 30 -o more.json` \
+         and `mpiover profile merge PROFILE more.json -o merged.json`",
+        weak.len(),
+        if weak.len() == 1 { "" } else { "s" },
+        if weak.len() == 1 { "ies" } else { "y" },
+        named.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        },
+        ranks.max(2),
+        functions.join(","),
+    ))
 }

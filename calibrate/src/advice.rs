@@ -1,0 +1,204 @@
+//! What the end of a run says about a profile with holes or weak entries,
+//! and which option fixes each cause: the budget that cut an entry short is
+//! the one to raise, not another.
+
+use mpiover_common::profile::{Basis, Entry, Profile, StopReason};
+
+/// At most this many entries are named in one line.
+const NAMED: usize = 4;
+
+fn name(e: &Entry) -> String {
+    format!("{} p={} {} B (n = {})", e.function, e.p, e.bytes, e.n)
+}
+
+fn listed(es: &[&Entry]) -> String {
+    let mut s: Vec<String> = es.iter().take(NAMED).map(|e| name(e)).collect();
+    if es.len() > NAMED {
+        s.push(format!("{} more", es.len() - NAMED));
+    }
+    s.join(", ")
+}
+
+/// The warnings of a finished run, each with the option that fixes its
+/// cause; empty when the profile is complete and every entry strong.
+pub(crate) fn warnings(prof: &Profile, output: &str) -> Vec<String> {
+    let mut w = Vec::new();
+    let budget = prof
+        .skipped
+        .iter()
+        .filter(|s| s.reason == "time budget")
+        .count();
+    if budget > 0 {
+        w.push(format!(
+            "{budget} planned entries not measured: the run's time budget ran out before they \
+             started (listed under \"skipped\" in {output}); --resume with a larger \
+             --time-budget measures them"
+        ));
+    }
+    let invalid = prof.skipped.len() - budget;
+    if invalid > 0 {
+        w.push(format!(
+            "{invalid} planned entries not measured: they got no valid sample (every window was late, overrun or \
+             preempted; listed under \"skipped\" in {output}): the machine is busier than its \
+             cores allow, so run with fewer ranks per core or on an idle machine, and give \
+             them time with a larger --entry-budget"
+        ));
+    }
+    let min = prof.method.min_samples;
+    let short = |stop: StopReason| -> Vec<&Entry> {
+        prof.entries
+            .iter()
+            .filter(|e| e.n < min && e.stop == Some(stop))
+            .collect()
+    };
+    let by_entry = short(StopReason::EntryBudget);
+    if !by_entry.is_empty() {
+        let raise = match prof.method.pace_s {
+            Some(p) => format!(
+                "a larger --pace (now {p} s; it divides the run's time among the entries and \
+                 cut their budgets) or a larger --entry-budget"
+            ),
+            None => format!(
+                "a larger --entry-budget (now {} s)",
+                prof.method.entry_budget_s
+            ),
+        };
+        w.push(format!(
+            "{} entries stopped at their time budget with fewer than the {min} samples the \
+             stopping rule asks ({}): their tmax is weak and the report says so; {raise} \
+             measures them fully",
+            by_entry.len(),
+            listed(&by_entry)
+        ));
+    }
+    let by_run = short(StopReason::TimeBudget);
+    if !by_run.is_empty() {
+        w.push(format!(
+            "{} entries were cut short by the run's time budget with fewer than the {min} \
+             samples the stopping rule asks ({}): a larger --time-budget measures them fully",
+            by_run.len(),
+            listed(&by_run)
+        ));
+    }
+    let skewed: Vec<&Entry> = prof
+        .entries
+        .iter()
+        .filter(|e| Basis::judged(e, &prof.method).skewed)
+        .collect();
+    if !skewed.is_empty() {
+        let residual = prof.method.clock_sync.as_ref().map_or(0.0, |c| {
+            c.ranks.iter().map(|r| r.residual_s).fold(0.0, f64::max)
+        });
+        w.push(format!(
+            "the clock synchronization's residual ({:.1} us) exceeds the median call of {} \
+             entries ({}): their windows did not start the ranks together, so their tmax holds \
+             the skew; calibrate on an idle machine, with more --sync-exchanges per fit point",
+            residual * 1e6,
+            skewed.len(),
+            listed(&skewed)
+        ));
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpiover_common::profile::{Environment, Measured, Method, Skipped};
+
+    fn entry(n: u64, stop: StopReason) -> Entry {
+        Entry {
+            function: "MPI_Allreduce".into(),
+            p: 4,
+            bytes: 1,
+            role: None,
+            same_host: None,
+            measured: Measured {
+                hosts: 1,
+                n,
+                n_invalid: 0,
+                n_late: 0,
+                n_overrun: 0,
+                n_preempted: 0,
+                min_s: 1e-6,
+                median_s: 2e-6,
+                median_ci_s: None,
+                max_s: None,
+                q90_s: None,
+                q99_s: None,
+                tmax_s: 12e-3,
+                model: None,
+                lambda: None,
+                chi2: None,
+                df: None,
+                critical: None,
+                accepted: false,
+                fallback: true,
+                bin_width_s: None,
+                window_s: None,
+                stop: Some(stop),
+                sum_s: None,
+                elapsed_s: None,
+                note: None,
+            },
+            runs: Vec::new(),
+        }
+    }
+
+    fn profile(entries: Vec<Entry>, pace: Option<f64>) -> Profile {
+        let mut p = Profile::new(
+            Environment::default(),
+            Method {
+                min_samples: 200,
+                entry_budget_s: 1.5,
+                pace_s: pace,
+                ..Method::default()
+            },
+        );
+        for e in entries {
+            p.push_entry(e);
+        }
+        p
+    }
+
+    #[test]
+    fn entries_cut_by_their_budget_name_that_budget_not_the_run_budget() {
+        let w = warnings(
+            &profile(vec![entry(16, StopReason::EntryBudget)], None),
+            "p.json",
+        );
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("--entry-budget (now 1.5 s)"), "{w:?}");
+        assert!(w[0].contains("MPI_Allreduce p=4 1 B (n = 16)"), "{w:?}");
+        assert!(!w[0].contains("--time-budget"), "{w:?}");
+        // Paced: the pace is what cut them.
+        let w = warnings(
+            &profile(vec![entry(16, StopReason::EntryBudget)], Some(90.0)),
+            "p",
+        );
+        assert!(w[0].contains("--pace (now 90 s"), "{w:?}");
+    }
+
+    #[test]
+    fn the_run_budget_and_invalid_windows_have_their_own_advice() {
+        let mut p = profile(vec![entry(50, StopReason::TimeBudget)], None);
+        p.skipped.push(Skipped {
+            function: "MPI_Bcast".into(),
+            p: 4,
+            bytes: 1,
+            reason: "no valid sample".into(),
+        });
+        let w = warnings(&p, "p.json");
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].contains("no valid sample") && w[0].contains("--entry-budget"),
+            "{w:?}"
+        );
+        assert!(w[1].contains("--time-budget"), "{w:?}");
+    }
+
+    #[test]
+    fn a_full_profile_says_nothing() {
+        assert!(warnings(&profile(vec![entry(400, StopReason::Stable)], None), "p").is_empty());
+    }
+}
