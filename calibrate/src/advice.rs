@@ -44,6 +44,20 @@ pub(crate) fn warnings(prof: &Profile, output: &str) -> Vec<String> {
              them time with a larger --entry-budget"
         ));
     }
+    let env = &prof.environment;
+    let on_first = env.ranks_per_host.first().copied().unwrap_or(0);
+    if env.cpus > 0 && on_first > env.cpus {
+        w.push(format!(
+            "{on_first} ranks shared the {} CPUs of {}: a rank that waits in an MPI call keeps \
+             its CPU when the library spins while it polls (MPICH's ch4 device does), so a \
+             collective ends only once the scheduler has run every rank, calls take time \
+             slices (milliseconds) and few samples fit an entry's budget; the profile describes \
+             this host's scheduler. For ideal conditions calibrate, and run, at most one rank \
+             per CPU",
+            env.cpus,
+            env.hosts.first().map_or("the host", String::as_str)
+        ));
+    }
     let min = prof.method.min_samples;
     let short = |stop: StopReason| -> Vec<&Entry> {
         prof.entries
@@ -195,6 +209,20 @@ mod tests {
             "{w:?}"
         );
         assert!(w[1].contains("--time-budget"), "{w:?}");
+    }
+
+    #[test]
+    fn more_ranks_than_cpus_is_said_with_its_consequence() {
+        let mut p = profile(vec![entry(400, StopReason::Stable)], None);
+        p.environment.cpus = 2;
+        p.environment.ranks_per_host = vec![4];
+        p.environment.hosts = vec!["node1".into()];
+        let w = warnings(&p, "p");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("4 ranks shared the 2 CPUs of node1"),
+            "{w:?}"
+        );
     }
 
     #[test]

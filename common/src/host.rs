@@ -123,3 +123,27 @@ pub fn unix_now() -> f64 {
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
 }
+
+/// The first line of an `MPI_Get_library_version` string with its runs of
+/// white space (MPICH separates with tabs) made one space: what a report
+/// header shows.
+pub fn library_headline(version: &str) -> String {
+    version
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod headline_tests {
+    #[test]
+    fn mpich_tabs_become_one_space_and_only_the_first_line_is_kept() {
+        let v = "MPICH Version:\t4.0.2\nMPICH Release date:\tThu Apr  7";
+        assert_eq!(super::library_headline(v), "MPICH Version: 4.0.2");
+        let o = "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4";
+        assert_eq!(super::library_headline(o), o);
+    }
+}

@@ -35,6 +35,7 @@ pub mod profile_hook;
 #[macro_use]
 pub mod rt;
 pub mod sites;
+pub mod tail_call;
 // The timer lives in the shared crate so that mpiover-calibrate measures
 // durations with the very clock the wrappers use.
 pub use mpiover_common::timer;

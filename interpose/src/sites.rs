@@ -21,6 +21,9 @@ pub struct Obj {
     pub bias: usize,
     /// [lo, hi) of its PT_LOAD segments.
     pub ranges: Vec<(usize, usize)>,
+    /// Those of them mapped readable (`PF_R`): the only memory the tail-call
+    /// check reads.
+    pub readable: Vec<(usize, usize)>,
     pub build_id: Option<String>,
 }
 
@@ -72,6 +75,7 @@ unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mu
                 .unwrap_or_default();
         }
         let mut ranges = Vec::new();
+        let mut readable = Vec::new();
         let mut build_id = None;
         for i in 0..info.dlpi_phnum as usize {
             let ph = &*info.dlpi_phdr.add(i);
@@ -79,6 +83,9 @@ unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mu
             let hi = lo.wrapping_add(ph.p_memsz as usize);
             if ph.p_type == libc::PT_LOAD {
                 ranges.push((lo, hi));
+                if ph.p_flags & libc::PF_R != 0 {
+                    readable.push((lo, hi));
+                }
             } else if ph.p_type == libc::PT_NOTE && build_id.is_none() {
                 build_id = note_build_id(lo, hi);
             }
@@ -87,6 +94,7 @@ unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mu
             path,
             bias,
             ranges,
+            readable,
             build_id,
         });
         0

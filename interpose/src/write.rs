@@ -385,6 +385,20 @@ fn write_now(finished: &str, when: When) {
     for (s, &ra) in rec.sites.iter_mut().zip(addrs.iter()) {
         crate::sites::symbolize(s, ra);
     }
+    if info.depth == 1 {
+        let objs = crate::sites::objects();
+        for (s, &ra) in rec.sites.iter_mut().zip(addrs.iter()) {
+            if s.note.is_some() {
+                continue;
+            }
+            if let Some(f) = crate::tail_call::through(&objs, ra) {
+                s.note = Some(format!(
+                    "reached through a tail call in {f}: this line calls {f}, whose last act is \
+                     the MPI call (-fno-optimize-sibling-calls keeps the call in {f})"
+                ));
+            }
+        }
+    }
     let t3 = timer::mono_ns();
     save(info, dir, &rec);
     if crate::init::debug() {

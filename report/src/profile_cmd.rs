@@ -137,7 +137,7 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
     );
     println!(
         "  MPI:      {}",
-        env.mpi_library.lines().next().unwrap_or("")
+        mpiover_common::host::library_headline(&env.mpi_library)
     );
     println!(
         "  binding:  {}",

@@ -27,5 +27,6 @@ mod python;
 mod record_format;
 mod report;
 mod robustness;
+mod tail_call;
 mod threads;
 mod transparency;

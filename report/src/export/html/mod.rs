@@ -113,7 +113,10 @@ fn header(o: &mut String, c: &Ctx) {
          &middot; {} &middot; {} on {} host{} &middot; {}</p>\n",
         esc(&r.run.command.join(" ")),
         esc(&r.run.dir),
-        esc(r.run.mpi_library.split(',').next().unwrap_or("")),
+        esc(mpiover_common::host::library_headline(&r.run.mpi_library)
+            .split(',')
+            .next()
+            .unwrap_or("")),
         if r.run.ranks_present == r.run.ranks {
             format!("{} ranks", r.run.ranks)
         } else {

@@ -25,7 +25,10 @@ pub(super) fn header(o: &mut String, c: &Ctx) {
     let _ = writeln!(
         o,
         "  MPI       {}",
-        truncate(r.run.mpi_library.lines().next().unwrap_or(""), 90)
+        truncate(
+            &mpiover_common::host::library_headline(&r.run.mpi_library),
+            90
+        )
     );
     o.push('\n');
 }
