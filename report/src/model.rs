@@ -202,8 +202,12 @@ pub struct Summary {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SiteReport {
-    /// Position in the ranking, from 1.
+    /// Position in the ranking, from 1 (not an MPI rank). Kept for this
+    /// schema version; `position` is the clear name.
     pub rank: usize,
+    /// Position in the ranking, from 1.
+    #[serde(default)]
+    pub position: usize,
     pub mpi_function: String,
     pub file: Option<String>,
     pub line: Option<u32>,
@@ -229,8 +233,12 @@ pub struct SiteReport {
     pub time_share_of_mpi: f64,
     /// Sum of max(0, t - tmax) over calls; null when no call had a tmax.
     pub overhead_s: Option<f64>,
-    /// Sum of tmax over the calls that had one.
+    /// Sum of tmax over the calls that had one. Kept for this schema
+    /// version; `tmax_sum_s` is the clear name.
     pub tmax_s: Option<f64>,
+    /// Sum of tmax over the calls that had one (not a per-call tmax).
+    #[serde(default)]
+    pub tmax_sum_s: Option<f64>,
     /// Share of the calls with a tmax that took longer than it.
     pub exceed_fraction: Option<f64>,
     /// The share expected by chance, what `exceed_fraction` is tested

@@ -83,6 +83,7 @@ pub(crate) fn rank_sites(built: &mut [Built], overhead_known: bool) {
     });
     for (i, b) in built.iter_mut().enumerate() {
         b.report.rank = i + 1;
+        b.report.position = i + 1;
     }
 }
 

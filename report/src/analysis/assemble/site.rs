@@ -103,6 +103,7 @@ pub(crate) fn build_site(
     posted.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let report = SiteReport {
         rank: 0,
+        position: 0,
         mpi_function: key.mpi.clone(),
         file,
         line,
@@ -125,6 +126,7 @@ pub(crate) fn build_site(
         time_share_of_mpi: if mpi_time > 0.0 { time / mpi_time } else { 0.0 },
         overhead_s: overhead,
         tmax_s: has_tmax.then(|| acc.tmax_sum.get()),
+        tmax_sum_s: has_tmax.then(|| acc.tmax_sum.get()),
         exceed_fraction: has_tmax
             .then(|| (acc.calls_over.get() / acc.calls_with_tmax as f64).clamp(0.0, 1.0)),
         calls_over_tmax: has_tmax.then(|| acc.calls_over.get()),
