@@ -19,6 +19,7 @@ pub mod demangle;
 pub mod functions;
 pub mod histogram;
 pub mod host;
+pub mod joblog;
 pub mod profile;
 pub mod record;
 pub mod run;

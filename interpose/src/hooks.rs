@@ -64,6 +64,11 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
 /// Times `fin` (the library's finalize), counts it as `MPI_Finalize`, writes
 /// the record.
 pub fn finalize_with<R>(fin: impl FnOnce() -> R) -> R {
+    // A job log is merged over MPI, so before the library finalizes (the
+    // record then holds no time of MPI_Finalize itself).
+    if crate::opt::get().format != crate::opt::Format::PerRank {
+        crate::write::write_record("finalize", crate::write::When::Merge);
+    }
     let r = match rt::enter() {
         Some(mut g) => {
             let t0 = crate::timer::now();

@@ -34,6 +34,7 @@ pub mod names {
 pub mod profile_hook;
 #[macro_use]
 pub mod rt;
+pub mod merge;
 pub mod sites;
 pub mod tail_call;
 // The timer lives in the shared crate so that mpiover-calibrate measures

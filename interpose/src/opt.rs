@@ -12,11 +12,24 @@
 //! | `MPIOVER_TIMER` | `tsc` or `clock` | automatic |
 //! | `MPIOVER_PROFILE` | calibrated profile: online overhead | none |
 //! | `MPIOVER_QUIET` | set: no warnings on stderr | unset |
+//! | `MPIOVER_FORMAT` | `per-rank` (a JSON record per rank), `log` (one job log merged at `MPI_Finalize`), `both` | `per-rank` |
 //! | `MPIOVER_DEBUG` | set: record-write timings on stderr; `slow-write`: a test pause between the quick and the resolved write | unset |
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::OnceLock;
+
+/// What the records are written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `rank-NNNNNN.json` per rank.
+    PerRank,
+    /// One job log, merged over MPI at `MPI_Finalize` (ranks that do not
+    /// reach it write their own record as with `PerRank`).
+    Log,
+    /// Both, from the same record (tests compare the two paths).
+    Both,
+}
 
 /// The options of this process.
 #[derive(Debug, Clone)]
@@ -30,6 +43,7 @@ pub struct Opts {
     pub quiet: bool,
     pub debug: bool,
     pub slow_write: bool,
+    pub format: Format,
     /// What was wrong with the variables, in words (reported by the caller).
     pub problems: Vec<String>,
 }
@@ -45,6 +59,7 @@ impl Default for Opts {
             quiet: false,
             debug: false,
             slow_write: false,
+            format: Format::PerRank,
             problems: Vec::new(),
         }
     }
@@ -101,6 +116,15 @@ impl Opts {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
         o.quiet = var("MPIOVER_QUIET").is_some();
+        match var("MPIOVER_FORMAT").as_deref().map(|v| v.to_str()) {
+            None | Some(Some("" | "per-rank")) => {}
+            Some(Some("log")) => o.format = Format::Log,
+            Some(Some("both")) => o.format = Format::Both,
+            Some(v) => o.problems.push(format!(
+                "MPIOVER_FORMAT={:?} is not per-rank, log or both; using per-rank",
+                v.unwrap_or("(not UTF-8)")
+            )),
+        }
         if let Some(d) = var("MPIOVER_DEBUG") {
             o.debug = true;
             o.slow_write = d.to_string_lossy().contains("slow-write");

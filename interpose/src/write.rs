@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, Ordering::*};
 
 use mpiover_common::histogram::{Bucket, Histogram};
 use mpiover_common::record::{self, Entry, Folded, FunctionTotal, Record, Timer, Tool};
@@ -24,6 +24,27 @@ use crate::init::INFO;
 use crate::names::{FN_NAMES, NFUNCS};
 use crate::rt::{self, Agg, Key};
 use crate::timer;
+
+/// The record being merged into the job log, while the merge runs.
+static MERGING: AtomicPtr<Record> = AtomicPtr::new(std::ptr::null_mut());
+
+/// On a fatal signal during the job log merge: writes the record being
+/// merged as this rank's own file, marked `finished`; false when no merge
+/// runs (or the record was taken already).
+pub fn save_merging(finished: &str) -> bool {
+    let p = MERGING.swap(std::ptr::null_mut(), SeqCst);
+    let (Some(info), false) = (INFO.get(), p.is_null()) else {
+        return false;
+    };
+    let Some(dir) = info.dir.as_ref() else {
+        return false;
+    };
+    // SAFETY: `p` came from Box::into_raw in `write_now` and is never freed;
+    // the swap above made this call its only user.
+    let mut rec = unsafe { (*p).clone() };
+    rec.finished = finished.to_string();
+    save(info, dir, &rec)
+}
 
 /// Set when writing starts (recording cannot be switched on again).
 pub static WRITTEN: AtomicBool = AtomicBool::new(false);
@@ -318,6 +339,10 @@ fn request_warnings(w: &[String], dropped: u64, unmatched: u64) -> Vec<String> {
 pub enum When {
     /// `MPI_Finalize`, `MPI_Abort`: resolve, then write once.
     Normal,
+    /// `MPI_Finalize` with a job log (`MPIOVER_FORMAT=log|both`), before
+    /// `PMPI_Finalize`: resolve, then merge over MPI into the log; the
+    /// record is written on its own too with `both`, or when the merge failed.
+    Merge,
     /// Process exit without `MPI_Finalize`: mpirun may kill us any moment.
     Exit,
     /// Inside a signal handler.
@@ -363,7 +388,7 @@ fn write_now(finished: &str, when: When) {
     };
     let t1 = timer::mono_ns();
     let quick_note = match when {
-        When::Normal => None,
+        When::Normal | When::Merge => None,
         When::Exit => Some("unresolved (exit)"),
         When::Signal => Some("unresolved (signal)"),
     };
@@ -400,6 +425,18 @@ fn write_now(finished: &str, when: When) {
         }
     }
     let t3 = timer::mono_ns();
+    if when == When::Merge {
+        // While the merge waits in MPI a peer may die, and mpirun then
+        // signals this rank: its handler writes this record on its own
+        // (`save_merging`). Leaked on purpose: once per process, and a
+        // handler on another thread may still hold it.
+        MERGING.store(Box::into_raw(Box::new(rec.clone())), SeqCst);
+        let merged = crate::merge::into_job_log(info, dir, &rec);
+        MERGING.store(std::ptr::null_mut(), SeqCst);
+        if merged && crate::opt::get().format == crate::opt::Format::Log {
+            return;
+        }
+    }
     save(info, dir, &rec);
     if crate::init::debug() {
         eprintln!(

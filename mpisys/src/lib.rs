@@ -54,6 +54,7 @@ pub mod consts {
         static MPIOVER_LOR: MPI_Op;
         static MPIOVER_REQUEST_NULL: MPI_Request;
         static MPIOVER_INFO_NULL: MPI_Info;
+        static MPIOVER_ERRORS_RETURN: MPI_Errhandler;
         static MPIOVER_IN_PLACE: *mut core::ffi::c_void;
         static MPIOVER_BOTTOM: *mut core::ffi::c_void;
         static MPIOVER_STATUS_IGNORE: *mut MPI_Status;
@@ -100,6 +101,7 @@ pub mod consts {
         op_lor => MPIOVER_LOR: MPI_Op,
         request_null => MPIOVER_REQUEST_NULL: MPI_Request,
         info_null => MPIOVER_INFO_NULL: MPI_Info,
+        errors_return => MPIOVER_ERRORS_RETURN: MPI_Errhandler,
         in_place => MPIOVER_IN_PLACE: *mut core::ffi::c_void,
         bottom => MPIOVER_BOTTOM: *mut core::ffi::c_void,
         status_ignore => MPIOVER_STATUS_IGNORE: *mut MPI_Status,

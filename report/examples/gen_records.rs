@@ -21,8 +21,8 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
-    let (mut dir, mut ranks, mut sites, mut seed, mut fixture) =
-        (None, 4096u32, 200u32, 1u64, None);
+    let (mut dir, mut ranks, mut sites, mut seed, mut fixture, mut log) =
+        (None, 4096u32, 200u32, 1u64, None, false);
     while let Some(a) = args.next() {
         let mut val = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         match a.as_str() {
@@ -38,11 +38,14 @@ fn run() -> Result<(), String> {
             }
             "--seed" => seed = val("--seed")?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--fixture" => fixture = Some(val("--fixture")?),
+            "--log" => log = true,
             _ if dir.is_none() => dir = Some(PathBuf::from(a)),
             _ => return Err(format!("unexpected argument {a}")),
         }
     }
-    let dir = dir.ok_or("usage: gen_records DIR [--ranks N] [--sites S] [--seed X] | --fixture online|noprofile DIR")?;
+    let dir = dir.ok_or(
+        "usage: gen_records DIR [--ranks N] [--sites S] [--seed X] [--log] | --fixture online|noprofile DIR",
+    )?;
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let write = |rec: &mpiover_common::record::Record| -> Result<(), String> {
         let p = dir.join(rank_file_name(rec.rank));
@@ -61,6 +64,9 @@ fn run() -> Result<(), String> {
         return Ok(());
     }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    if log {
+        return write_log(&dir, ranks, sites, seed, threads);
+    }
     std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|t| {
@@ -77,4 +83,52 @@ fn run() -> Result<(), String> {
             .collect();
         hs.into_iter().try_for_each(|h| h.join().unwrap())
     })
+}
+
+/// The same records as one job log (`job.mpiover-log`), frames encoded in
+/// parallel and written in rank order.
+fn write_log(
+    dir: &std::path::Path,
+    ranks: u32,
+    sites: u32,
+    seed: u64,
+    threads: u32,
+) -> Result<(), String> {
+    use mpiover_common::joblog::{encode_record, LogHeader, LogWriter, LOG_FILE_NAME, LOG_SCHEMA};
+    let mut frames: Vec<(u32, Vec<u8>)> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || {
+                    let mut v = Vec::new();
+                    let mut r = t;
+                    while r < ranks {
+                        v.push((
+                            r,
+                            encode_record(&synth::scale_record(r, ranks, sites, seed)),
+                        ));
+                        r += threads;
+                    }
+                    v
+                })
+            })
+            .collect();
+        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    frames.sort_by_key(|f| f.0);
+    let run_id = synth::scale_record(0, ranks, 1, seed).run_id;
+    let path = dir.join(LOG_FILE_NAME);
+    let io = |e: std::io::Error| format!("{}: {e}", path.display());
+    let f = std::fs::File::create(&path).map_err(io)?;
+    let header = LogHeader {
+        schema: LOG_SCHEMA.into(),
+        run_id,
+        ranks,
+        writer: "gen_records".into(),
+    };
+    let mut w = LogWriter::new(std::io::BufWriter::new(f), &header).map_err(io)?;
+    for (r, b) in &frames {
+        w.frame(*r, b).map_err(io)?;
+    }
+    w.finish().map_err(io)?;
+    Ok(())
 }

@@ -5,18 +5,20 @@
 //! A site is `better` or `worse` only when both hold (docs/method.md,
 //! "Comparing runs"):
 //!
-//! 1. **The change is significant**: with at least two runs a side, Welch's
-//!    t-test on the site's per-run totals (the runs are the replicates, so
-//!    the test weighs the change against run-to-run variation); with one run
-//!    a side, the rank-sum test on the site's per-call durations. The
-//!    p-values of all sites in both sets are adjusted together for a false
-//!    discovery rate of `alpha` (Benjamini & Hochberg).
-//! 2. **The change is large enough to matter**: at least
+//! 1. **The change is significant**: the rank-sum test on the site's
+//!    per-call durations, pooled over each side's runs; the p-values of all
+//!    sites on both sides are adjusted together for a false discovery rate
+//!    of `alpha` (Benjamini & Hochberg).
+//! 2. **The change is larger than the runs' own variation**: with two or
+//!    more runs a side, every run of one side is better than every run of
+//!    the other (the ranges of the per-run figures do not overlap). The
+//!    calls of one run cannot show run-to-run variation, so with one run a
+//!    side this guard is missing (the output says so).
+//! 3. **The change is large enough to matter**: at least
 //!    [`MIN_CHANGE_OF_SITE`] of the site's larger figure and
-//!    [`MIN_CHANGE_OF_MPI`] of the larger set's MPI time (per run). With one
-//!    run a side the test cannot tell a program's change from the machine's,
-//!    and thousands of calls make any shift significant; this floor keeps
-//!    such shifts of small sites `same`.
+//!    [`MIN_CHANGE_OF_MPI`] of the larger set's MPI time (per run): with
+//!    thousands of calls the test finds any shift significant, and this
+//!    floor keeps the shifts of small sites `same`.
 //!
 //! Figures of a side are means over its runs; a site missing from a run
 //! counts 0 there.
@@ -64,10 +66,8 @@ pub struct DiffRun {
 /// The test behind the verdicts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DiffTest {
-    /// Welch's t-test on per-run totals (two or more runs a side).
-    #[serde(rename = "welch_run_totals")]
-    WelchRunTotals,
-    /// The rank-sum test on per-call durations (one run on a side).
+    /// The rank-sum test on per-call durations, and with two or more runs a
+    /// side the separation of the per-run figures.
     #[serde(rename = "rank_sum_call_durations")]
     RankSumCallDurations,
 }
@@ -113,6 +113,9 @@ pub struct DiffSite {
     pub q_value: Option<f64>,
     /// The smallest change of the compared figure that counts at this site.
     pub min_change_s: f64,
+    /// With two or more runs a side: whether the ranges of the per-run
+    /// figures overlap (then the change is within run-to-run variation).
+    pub runs_overlap: Option<bool>,
 }
 
 type Key = (String, Option<String>, String);
@@ -220,11 +223,7 @@ pub fn diff(a: &[Report], b: &[Report], alpha: f64) -> DiffReport {
             s.time_s
         }
     };
-    let test = if a.len() >= 2 && b.len() >= 2 {
-        DiffTest::WelchRunTotals
-    } else {
-        DiffTest::RankSumCallDurations
-    };
+    let test = DiffTest::RankSumCallDurations;
     let (ra, rb) = (run(a), run(b));
     let mpi_floor = MIN_CHANGE_OF_MPI * ra.mpi_time_s.max(rb.mpi_time_s);
 
@@ -250,15 +249,19 @@ pub fn diff(a: &[Report], b: &[Report], alpha: f64) -> DiffReport {
         };
         let (ma, mb) = (mean(&va), mean(&vb));
         let p_value = match (&sa, &sb) {
-            (Some(x), Some(y)) => match test {
-                DiffTest::WelchRunTotals => mpiover_stats::welch_t_test(
-                    va.as_deref().unwrap_or(&[]),
-                    vb.as_deref().unwrap_or(&[]),
-                ),
-                DiffTest::RankSumCallDurations => {
-                    mpiover_stats::mann_whitney_binned(&x.dist, &y.dist)
-                }
-            },
+            (Some(x), Some(y)) => mpiover_stats::mann_whitney_binned(&x.dist, &y.dist),
+            _ => None,
+        };
+        let range = |v: &Option<Vec<f64>>| {
+            v.as_ref().map(|v| {
+                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+                (lo, v.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+            })
+        };
+        let runs_overlap = match (range(&va), range(&vb)) {
+            (Some((alo, ahi)), Some((blo, bhi))) if a.len() >= 2 && b.len() >= 2 => {
+                Some(alo <= bhi && blo <= ahi)
+            }
             _ => None,
         };
         let (side_a, side_b) = (
@@ -286,6 +289,7 @@ pub fn diff(a: &[Report], b: &[Report], alpha: f64) -> DiffReport {
             b: side_b,
             p_value,
             q_value: None,
+            runs_overlap,
             min_change_s: (MIN_CHANGE_OF_SITE * ma.abs().max(mb.abs()))
                 .max(mpi_floor)
                 .max(1e-6),
@@ -328,7 +332,8 @@ pub fn diff(a: &[Report], b: &[Report], alpha: f64) -> DiffReport {
 }
 
 /// The q-values of the sites that have a p-value, and the verdict of every
-/// site on both sides: `better`/`worse` when q <= alpha and the change of the
+/// site on both sides: `better`/`worse` when q <= alpha, the runs of the two
+/// sides do not overlap (when there are several), and the change of the
 /// compared figure (`changes`, B - A) reaches the site's minimum.
 fn judge(sites: &mut [DiffSite], changes: &[f64], alpha: f64) {
     let tested: Vec<usize> = (0..sites.len())
@@ -339,7 +344,8 @@ fn judge(sites: &mut [DiffSite], changes: &[f64], alpha: f64) {
     for (&i, &q) in tested.iter().zip(&q) {
         sites[i].q_value = Some(q);
         let change = changes[i];
-        if q <= alpha && change.abs() >= sites[i].min_change_s {
+        let separate = sites[i].runs_overlap != Some(true);
+        if q <= alpha && separate && change.abs() >= sites[i].min_change_s {
             sites[i].status = if change > 0.0 {
                 DiffStatus::Worse
             } else {
@@ -369,6 +375,7 @@ mod tests {
             p_value: p,
             q_value: None,
             min_change_s: min,
+            runs_overlap: None,
         }
     }
 
@@ -395,6 +402,16 @@ mod tests {
         );
         assert!(s[2].q_value.unwrap() >= 0.5);
         assert_eq!(s[4].q_value, None);
+    }
+
+    #[test]
+    fn a_change_within_the_runs_own_spread_is_the_same() {
+        let mut s = vec![site(Some(1e-9), 0.1), site(Some(1e-9), 0.1)];
+        s[0].runs_overlap = Some(true);
+        s[1].runs_overlap = Some(false);
+        judge(&mut s, &[0.5, 0.5], 0.05);
+        assert_eq!(s[0].status, DiffStatus::Same);
+        assert_eq!(s[1].status, DiffStatus::Worse);
     }
 
     #[test]

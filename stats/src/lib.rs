@@ -74,7 +74,7 @@ pub mod stopping;
 pub mod summary;
 
 pub use chi2::{Group, Verdict};
-pub use compare::{mann_whitney_binned, welch_t_test};
+pub use compare::mann_whitney_binned;
 pub use error::StatsError;
 pub use fit::{fit, FitOptions, FitResult, ModelFit};
 pub use histogram::{class_index, BinRule, Binning, Histogram};

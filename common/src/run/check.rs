@@ -16,6 +16,8 @@ pub struct RankInfo {
     pub rank: u32,
     pub ranks: u32,
     pub finished: String,
+    /// Read from the job log rather than a file of its own.
+    pub from_log: bool,
 }
 
 impl RankInfo {
@@ -26,6 +28,15 @@ impl RankInfo {
             rank: rec.rank,
             ranks: rec.ranks,
             finished: rec.finished.clone(),
+            from_log: false,
+        }
+    }
+
+    /// The info of the record at `src`.
+    pub fn of_source(src: &Source, rec: &Record) -> RankInfo {
+        RankInfo {
+            from_log: src.is_log(),
+            ..RankInfo::of(&src.path(), rec)
         }
     }
 }
@@ -37,6 +48,9 @@ pub struct RunCheck {
     first: Option<RankInfo>,
     seen: BTreeMap<u32, PathBuf>,
     not_finalized: BTreeMap<String, Vec<u32>>,
+    /// Ranks read from files of their own, and whether any came from a log.
+    from_files: Vec<u32>,
+    any_log: bool,
 }
 
 /// The outcome of a successful check.
@@ -89,6 +103,11 @@ impl RunCheck {
             });
         }
         self.seen.insert(info.rank, info.path.clone());
+        if info.from_log {
+            self.any_log = true;
+        } else {
+            self.from_files.push(info.rank);
+        }
         if info.finished != "finalize" {
             self.not_finalized
                 .entry(info.finished.clone())
@@ -114,6 +133,11 @@ impl RunCheck {
                 missing,
                 ranks: first.ranks,
             });
+        }
+        if self.any_log && !self.from_files.is_empty() {
+            let mut ranks = self.from_files;
+            ranks.sort_unstable();
+            warnings.push(RunWarning::OutsideTheLog { ranks });
         }
         for (how, mut ranks) in self.not_finalized {
             ranks.sort_unstable();
@@ -142,10 +166,11 @@ pub struct Run {
 pub fn load_run(dir: impl AsRef<Path>) -> Result<Run, RunError> {
     let rd = RunDir::open(dir)?;
     let mut check = RunCheck::new();
-    let mut records = Vec::with_capacity(rd.files.len());
-    for f in &rd.files {
-        let rec = read_record(f)?;
-        check.add(RankInfo::of(f, &rec))?;
+    let sources = rd.sources();
+    let mut records = Vec::with_capacity(sources.len());
+    for src in &sources {
+        let rec = src.read()?;
+        check.add(RankInfo::of_source(src, &rec))?;
         records.push(rec);
     }
     records.sort_by_key(|r| r.rank);

@@ -65,6 +65,19 @@ pub enum RunError {
         first: PathBuf,
         expected: u32,
     },
+    #[error("{}: truncated job log: its frames are whole up to byte {offset} of {size}, then {what} is cut short (the job was probably killed while rank 0 wrote it)", path.display())]
+    TruncatedLog {
+        path: PathBuf,
+        offset: u64,
+        size: u64,
+        what: String,
+    },
+    #[error("{}: corrupt job log at byte {offset}: {what}", path.display())]
+    BadLog {
+        path: PathBuf,
+        offset: u64,
+        what: String,
+    },
     #[error("{}: rank {rank} is not below the number of ranks ({ranks})", path.display())]
     RankOutOfRange {
         path: PathBuf,
@@ -81,6 +94,9 @@ pub enum RunWarning {
     /// Ranks whose record was written at exit or on a signal rather than at
     /// `MPI_Finalize`: their figures stop there. `how` is the record's `finished`.
     NotFinalized { how: String, ranks: Vec<u32> },
+    /// Ranks whose record is a file of its own beside the job log (they did
+    /// not reach the merge at `MPI_Finalize`).
+    OutsideTheLog { ranks: Vec<u32> },
 }
 
 impl fmt::Display for RunWarning {
@@ -92,6 +108,13 @@ impl fmt::Display for RunWarning {
                 missing.len(),
                 rank_list(missing, 10),
                 *ranks as usize - missing.len()
+            ),
+            RunWarning::OutsideTheLog { ranks } => write!(
+                f,
+                "{} rank(s) came from records of their own ({}), the others from the job log: \
+                 they did not reach its merge at MPI_Finalize",
+                ranks.len(),
+                rank_list(ranks, 10)
             ),
             RunWarning::NotFinalized { how, ranks } => write!(
                 f,

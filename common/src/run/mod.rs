@@ -21,14 +21,14 @@ pub use error::*;
 pub use record_file::*;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::path::{Path, PathBuf};
 
     use super::*;
     use crate::histogram::Histogram;
     use crate::record::*;
 
-    fn record(rank: u32, ranks: u32, run_id: &str) -> Record {
+    pub(crate) fn record(rank: u32, ranks: u32, run_id: &str) -> Record {
         let mut hist = Histogram::default();
         hist.record(1000);
         Record {

@@ -1,18 +1,53 @@
 //! One record file: found in a run directory, parsed, checked.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
+use crate::joblog::{JobLog, LOG_FILE_NAME};
 use crate::record::{Record, RECORD_SCHEMA};
 
 use super::*;
 
-/// A run directory and its record files, sorted by name (so by rank).
+/// A run directory: its job log, if rank 0 wrote one at `MPI_Finalize`, and
+/// its per-rank record files, sorted by name (so by rank): written by ranks
+/// that did not reach the log (killed, no `MPI_Finalize`) or by every rank
+/// with `MPIOVER_FORMAT=per-rank`.
 #[derive(Debug, Clone)]
 pub struct RunDir {
     pub path: PathBuf,
     pub files: Vec<PathBuf>,
+    pub log: Option<Arc<JobLog>>,
+}
+
+/// Where one rank's record is: a file of its own or a frame of the job log.
+#[derive(Debug, Clone)]
+pub enum Source {
+    File(PathBuf),
+    Frame(Arc<JobLog>, usize),
+}
+
+impl Source {
+    /// The record, parsed and checked.
+    pub fn read(&self) -> Result<Record, RunError> {
+        match self {
+            Source::File(p) => read_record(p),
+            Source::Frame(log, i) => log.record(*i),
+        }
+    }
+
+    /// How the record is named in messages (`DIR/job.mpiover-log#rank-3`).
+    pub fn path(&self) -> PathBuf {
+        match self {
+            Source::File(p) => p.clone(),
+            Source::Frame(log, i) => log.frame_path(log.rank(*i)),
+        }
+    }
+
+    pub fn is_log(&self) -> bool {
+        matches!(self, Source::Frame(..))
+    }
 }
 
 /// True for a record file name: `rank-<digits>.json`.
@@ -41,6 +76,7 @@ impl RunDir {
             source,
         })?;
         let mut files = Vec::new();
+        let mut log = None;
         let mut other_files = 0;
         for ent in rd {
             let ent = ent.map_err(|source| RunError::ReadDir {
@@ -50,14 +86,25 @@ impl RunDir {
             let name = ent.file_name();
             match name.to_str() {
                 Some(n) if is_record_file_name(n) => files.push(ent.path()),
+                Some(LOG_FILE_NAME) => log = Some(Arc::new(JobLog::open(&ent.path())?)),
                 _ => other_files += 1,
             }
         }
-        if files.is_empty() {
+        if files.is_empty() && log.is_none() {
             return Err(RunError::Empty { path, other_files });
         }
         files.sort();
-        Ok(RunDir { path, files })
+        Ok(RunDir { path, files, log })
+    }
+
+    /// Every record's place: the job log's frames first, then the files.
+    pub fn sources(&self) -> Vec<Source> {
+        let mut v: Vec<Source> = match &self.log {
+            Some(l) => (0..l.len()).map(|i| Source::Frame(l.clone(), i)).collect(),
+            None => Vec::new(),
+        };
+        v.extend(self.files.iter().cloned().map(Source::File));
+        v
     }
 }
 

@@ -200,7 +200,10 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
     let Some(old) = old_action(sig) else { return };
     let fatal_anyway = matches!(sig, libc::SIGSEGV | libc::SIGBUS | libc::SIGABRT);
     let dies = old.sa_sigaction == libc::SIG_DFL || fatal_anyway;
-    if dies {
+    if dies && crate::write::save_merging(SIGNALS[i].1) {
+        // Killed while merging the job log (a peer died): this rank's
+        // record is written on its own; the signal takes its course.
+    } else if dies {
         if PHASE.load(SeqCst) == 0 {
             arm_watchdog(sig);
             // Best effort: the process is about to die.

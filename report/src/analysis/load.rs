@@ -10,19 +10,17 @@ pub fn analyze_dir(
     opts: &Options,
 ) -> Result<Report, RunError> {
     let rd = RunDir::open(dir)?;
+    let sources = rd.sources();
     // Only needed when neither the option nor a profile given decides: the
     // first record's view (the profile it was recorded with, what the
     // library stated).
     let first = if opts.eager_limit.is_none() && tmax.and_then(|t| t.rendezvous_bytes()).is_none() {
-        rd.files.first().and_then(|path| {
-            let bytes = std::fs::read(path).ok()?;
-            parse_record(path, &bytes).ok()
-        })
+        sources.first().and_then(|src| src.read().ok())
     } else {
         None
     };
     let (rdv, rdv_source, rdv_detail) = rendezvous_of(opts, tmax, first.as_ref());
-    let n = rd.files.len();
+    let n = sources.len();
     let threads = if opts.threads > 0 {
         opts.threads
     } else {
@@ -49,16 +47,10 @@ pub fn analyze_dir(
                         if i >= n {
                             break;
                         }
-                        let path = &rd.files[i];
-                        let res = std::fs::read(path)
-                            .map_err(|source| RunError::Io {
-                                path: path.clone(),
-                                source,
-                            })
-                            .and_then(|bytes| parse_record(path, &bytes));
-                        match res {
+                        let src = &sources[i];
+                        match src.read() {
                             Ok(rec) => {
-                                my_infos.push((i, RankInfo::of(path, &rec)));
+                                my_infos.push((i, RankInfo::of_source(src, &rec)));
                                 agg.add_record(&rec, tmax, rdv);
                             }
                             Err(e) => {

@@ -27,7 +27,7 @@ use mpiover_common::functions::{
 use mpiover_common::histogram::bucket_bounds;
 use mpiover_common::profile::{Basis, MpiTValue};
 use mpiover_common::record::{Entry, Record, Site};
-use mpiover_common::run::{parse_record, RankInfo, RunCheck, RunDir, RunError, RunSummary};
+use mpiover_common::run::{RankInfo, RunCheck, RunDir, RunError, RunSummary};
 
 use crate::model::*;
 use crate::signif;

@@ -142,17 +142,18 @@ fn q_value(q: f64) -> String {
 /// When a site is `better` or `worse`, in one sentence.
 fn verdict_rule(d: &DiffReport) -> String {
     let m = &d.method;
-    let test = match m.test {
-        DiffTest::WelchRunTotals => format!(
-            "Welch's t-test on per-run totals ({} vs {} runs)",
+    let runs = if m.runs_a >= 2 && m.runs_b >= 2 {
+        format!(
+            ", every run of one side beyond every run of the other ({} vs {} runs)",
             m.runs_a, m.runs_b
-        ),
-        DiffTest::RankSumCallDurations => {
-            "the rank-sum test on call durations (one run on a side: \
-             it cannot tell the machine's run-to-run variation from the program's change; give \
-             several runs a side, A1 A2 -- B1 B2)"
-                .to_string()
-        }
+        )
+    } else {
+        " (one run on a side: nothing shows the machine's run-to-run variation; give several \
+         runs a side, A1 A2 -- B1 B2)"
+            .to_string()
+    };
+    let test = match m.test {
+        DiffTest::RankSumCallDurations => format!("the rank-sum test on call durations{runs}"),
     };
     format!(
         "better/worse: q <= {} by {test}, and a change of at least {:.0} % of the site and {:.0} % \
@@ -188,6 +189,7 @@ pub fn csv(d: &DiffReport) -> Vec<u8> {
         "p_value",
         "q_value",
         "min_change_s",
+        "runs_overlap",
     ];
     let opt = |v: Option<String>| v.unwrap_or_default();
     let rows = d.sites.iter().map(|s| {
@@ -217,6 +219,7 @@ pub fn csv(d: &DiffReport) -> Vec<u8> {
             opt(s.p_value.map(|v| v.to_string())),
             opt(s.q_value.map(|v| v.to_string())),
             s.min_change_s.to_string(),
+            opt(s.runs_overlap.map(|v| v.to_string())),
         ]
     });
     super::csv::write_rows(HEADER, rows)

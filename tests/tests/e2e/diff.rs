@@ -95,9 +95,9 @@ fn diff_of_unchanged_runs_is_all_same_and_a_cut_delay_is_better() {
 
     let dash = std::path::Path::new("--");
     let two = diff(&[&a1, &a2, dash, &b1, &b2]);
-    assert_eq!(two["method"]["test"], "welch_run_totals");
     assert_eq!(two["method"]["runs_a"], 2);
     let s = recv_site(&two);
     assert_eq!(s["status"], "better", "{s:#}");
+    assert_eq!(s["runs_overlap"], false, "{s:#}");
     assert!(s["q_value"].as_f64().is_some_and(|q| q <= 0.05), "{s:#}");
 }

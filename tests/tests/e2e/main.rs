@@ -18,6 +18,7 @@ mod diff;
 mod exports;
 mod fortran;
 mod halo;
+mod joblog;
 mod large_count;
 mod nonblocking;
 mod pcontrol;

@@ -1,0 +1,284 @@
+//! The job log, merged over MPI at `MPI_Finalize` (`MPIOVER_FORMAT=log`).
+//!
+//! Before `PMPI_Finalize`, with recording off, every rank encodes its record
+//! (MessagePack, zstd: [`mpiover_common::joblog`]) and the frames travel up a
+//! binomial tree on a private duplicate of `MPI_COMM_WORLD` to rank 0, which
+//! writes them into one file as they arrive. A rank sends its own frame to
+//! its parent, then relays its children's subtrees one frame at a time, so
+//! no rank holds more than one frame besides its own, and the tree is
+//! ceil(log2 P) levels deep. Errors return instead of aborting
+//! (`MPI_ERRORS_RETURN` on the duplicate); a last `MPI_Allreduce` tells every
+//! rank whether the log was written, and when it was not, each writes its
+//! own `rank-NNNNNN.json` as without a log.
+
+use std::os::raw::{c_int, c_void};
+use std::path::Path;
+
+use mpiover_common::joblog::{encode_record, LogHeader, LogWriter, LOG_FILE_NAME, LOG_SCHEMA};
+use mpiover_common::record::Record;
+use mpiover_mpisys::consts;
+use mpiover_mpisys::*;
+
+use crate::init::RunInfo;
+
+const TAG: c_int = 0x6d70;
+const HEAD: usize = 16;
+
+fn lowbit(r: usize) -> usize {
+    r & r.wrapping_neg()
+}
+
+/// The children of `r` in the binomial tree of `p` ranks rooted at 0, with
+/// the size of each one's subtree.
+fn children(r: usize, p: usize) -> Vec<(usize, usize)> {
+    let mut v = Vec::new();
+    let mut d = 1;
+    while (r == 0 || d < lowbit(r)) && r + d < p {
+        let c = r + d;
+        v.push((c, lowbit(c).min(p - c)));
+        d <<= 1;
+    }
+    v
+}
+
+fn parent(r: usize) -> usize {
+    r - lowbit(r)
+}
+
+/// One point-to-point transfer of bytes on the private communicator.
+struct Comm(MPI_Comm);
+
+impl Comm {
+    fn send(&self, buf: &[u8], to: usize) -> Result<(), String> {
+        let n = c_int::try_from(buf.len()).map_err(|_| "a frame over 2 GiB".to_string())?;
+        // SAFETY: `buf` holds `n` bytes; the communicator is our duplicate.
+        let rc = unsafe {
+            PMPI_Send(
+                buf.as_ptr() as *const c_void,
+                n,
+                consts::byte(),
+                to as c_int,
+                TAG,
+                self.0,
+            )
+        };
+        (rc == 0)
+            .then_some(())
+            .ok_or(format!("MPI_Send to rank {to} failed ({rc})"))
+    }
+
+    fn recv(&self, buf: &mut [u8], from: usize) -> Result<(), String> {
+        let n = c_int::try_from(buf.len()).map_err(|_| "a frame over 2 GiB".to_string())?;
+        // SAFETY: `buf` has room for `n` bytes; the status is ignored.
+        let rc = unsafe {
+            PMPI_Recv(
+                buf.as_mut_ptr() as *mut c_void,
+                n,
+                consts::byte(),
+                from as c_int,
+                TAG,
+                self.0,
+                consts::status_ignore(),
+            )
+        };
+        (rc == 0)
+            .then_some(())
+            .ok_or(format!("MPI_Recv from rank {from} failed ({rc})"))
+    }
+
+    /// One frame from `from`: (rank, payload).
+    fn recv_frame(&self, from: usize) -> Result<(u32, Vec<u8>), String> {
+        let mut head = [0u8; HEAD];
+        self.recv(&mut head, from)?;
+        let rank = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+        let mut len = [0u8; 8];
+        len.copy_from_slice(&head[8..16]);
+        let mut payload = vec![0u8; u64::from_le_bytes(len) as usize];
+        self.recv(&mut payload, from)?;
+        Ok((rank, payload))
+    }
+
+    fn send_frame(&self, rank: u32, payload: &[u8], to: usize) -> Result<(), String> {
+        let mut head = [0u8; HEAD];
+        head[..4].copy_from_slice(&rank.to_le_bytes());
+        head[8..].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        self.send(&head, to)?;
+        self.send(payload, to)
+    }
+}
+
+/// Merges this rank's record into the job log; true when the log was
+/// written (the same answer on every rank). Collective over
+/// `MPI_COMM_WORLD`; called by every rank at `MPI_Finalize`.
+pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &Record) -> bool {
+    let t0 = crate::timer::mono_ns();
+    let payload = encode_record(rec);
+    let mut dup: MPI_Comm = consts::comm_null();
+    // SAFETY: MPI is initialized and not finalized (we are inside the
+    // MPI_Finalize wrapper, before PMPI_Finalize); `dup` is written once.
+    if unsafe { PMPI_Comm_dup(consts::comm_world(), &mut dup) } != 0 {
+        warn("cannot duplicate MPI_COMM_WORLD");
+        return false;
+    }
+    // SAFETY: `dup` is the valid communicator just made.
+    unsafe { PMPI_Comm_set_errhandler(dup, consts::errors_return()) };
+    let comm = Comm(dup);
+    let (me, p) = (info.head.rank as usize, info.head.ranks as usize);
+    let outcome = if me == 0 {
+        root(&comm, p, dir, info, &payload)
+    } else {
+        relay(&comm, me, p, &payload).map(|()| true)
+    };
+    let mut ok: c_int = match &outcome {
+        Ok(written) => c_int::from(*written),
+        Err(_) => 0,
+    };
+    let mine = ok;
+    // SAFETY: one int in and out, on the duplicate.
+    let rc = unsafe {
+        PMPI_Allreduce(
+            &mine as *const c_int as *const c_void,
+            &mut ok as *mut c_int as *mut c_void,
+            1,
+            consts::int(),
+            consts::op_min(),
+            dup,
+        )
+    };
+    // SAFETY: our own duplicate, freed once.
+    unsafe { PMPI_Comm_free(&mut dup) };
+    if let Err(e) = &outcome {
+        warn(&format!("the job log merge failed on this rank: {e}"));
+    }
+    if crate::init::debug() {
+        eprintln!(
+            "mpiover: debug: rank {me} job log merge: {} bytes, {:.3} ms, {}",
+            payload.len(),
+            crate::timer::mono_ns().wrapping_sub(t0) as f64 * 1e-6,
+            if rc == 0 && ok == 1 {
+                "written"
+            } else {
+                "not written"
+            }
+        );
+    }
+    rc == 0 && ok == 1
+}
+
+fn warn(what: &str) {
+    if !crate::init::quiet() {
+        eprintln!("mpiover: warning: {what}; records are written per rank instead");
+    }
+}
+
+/// Rank 0: its own frame, then every subtree's frames into the file as they
+/// come. Keeps receiving when the file cannot be written, so that no child
+/// waits forever; Ok(false) then.
+fn root(comm: &Comm, p: usize, dir: &Path, info: &RunInfo, own: &[u8]) -> Result<bool, String> {
+    let tmp = dir.join(format!(".{LOG_FILE_NAME}.tmp-{}", info.head.pid));
+    let header = LogHeader {
+        schema: LOG_SCHEMA.into(),
+        run_id: info.head.run_id.clone(),
+        ranks: p as u32,
+        writer: format!("mpiover {}", env!("CARGO_PKG_VERSION")),
+    };
+    let open = || -> std::io::Result<_> {
+        std::fs::create_dir_all(dir)?;
+        let f = std::fs::File::create(&tmp)?;
+        LogWriter::new(std::io::BufWriter::with_capacity(1 << 20, f), &header)
+    };
+    let mut io_error = None;
+    let mut w = open().map_err(|e| io_error = Some(e)).ok();
+    let mut put = |w: &mut Option<LogWriter<_>>, rank: u32, payload: &[u8]| {
+        if let Some(lw) = w.as_mut() {
+            if let Err(e) = lw.frame(rank, payload) {
+                io_error = Some(e);
+                *w = None;
+            }
+        }
+    };
+    put(&mut w, 0, own);
+    let mut failed = None;
+    for (c, n) in children(0, p) {
+        for _ in 0..n {
+            match comm.recv_frame(c) {
+                Ok((rank, payload)) => put(&mut w, rank, &payload),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+    }
+    let done = match (w, failed) {
+        (Some(lw), None) => lw
+            .finish()
+            .and_then(|b| b.into_inner().map_err(|e| e.into_error()))
+            .and_then(|f| f.sync_all())
+            .and_then(|()| std::fs::rename(&tmp, dir.join(LOG_FILE_NAME))),
+        (_, Some(e)) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        (None, None) => Err(io_error.unwrap_or_else(|| std::io::Error::other("no writer"))),
+    };
+    match done {
+        Ok(()) => Ok(true),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            warn(&format!(
+                "cannot write {}: {e}",
+                dir.join(LOG_FILE_NAME).display()
+            ));
+            Ok(false)
+        }
+    }
+}
+
+/// Any other rank: its own frame up, then its children's subtrees, a frame
+/// at a time.
+fn relay(comm: &Comm, me: usize, p: usize, own: &[u8]) -> Result<(), String> {
+    let up = parent(me);
+    comm.send_frame(me as u32, own, up)?;
+    for (c, n) in children(me, p) {
+        for _ in 0..n {
+            let (rank, payload) = comm.recv_frame(c)?;
+            comm.send_frame(rank, &payload, up)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every rank but the root is in exactly one subtree of its parent, and
+    /// the subtree sizes add up: the root receives P - 1 frames.
+    #[test]
+    fn the_binomial_tree_covers_every_rank_once() {
+        for p in 1..=70 {
+            let mut seen = vec![0; p];
+            for r in 0..p {
+                for (c, n) in children(r, p) {
+                    assert_eq!(parent(c), r, "p {p}");
+                    seen[c] += 1;
+                    let below: usize = children(c, p).iter().map(|x| x.1).sum();
+                    assert_eq!(n, 1 + below, "p {p} child {c}");
+                }
+            }
+            assert!(seen[1..].iter().all(|&s| s == 1), "p {p}: {seen:?}");
+            let at_root: usize = children(0, p).iter().map(|x| x.1).sum();
+            assert_eq!(at_root, p - 1);
+            let depth = (0..p).map(|mut r| {
+                let mut d = 0;
+                while r != 0 {
+                    r = parent(r);
+                    d += 1;
+                }
+                d
+            });
+            assert!(depth.max().unwrap_or(0) <= (p as f64).log2().ceil() as usize);
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The job log (`MPIOVER_FORMAT=log`): every rank's record merged over MPI
+//! at `MPI_Finalize` into one file, written by rank 0.
+//!
+//! - 32 ranks (oversubscribed): one `job.mpiover-log` and no per-rank file;
+//!   with `both`, the report on the log alone equals the report on the
+//!   per-rank records alone, byte for byte but the run directory.
+//! - A rank that dies of SIGTERM: every other rank's record still reaches
+//!   the report (the job never reaches the merge, so each writes its own),
+//!   the killed rank flagged.
+//! - A cut or damaged log: exit 2, the file and the byte offset named.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::harness::*;
+
+const NP: u32 = 32;
+
+fn report(dir: &Path) -> (Option<i32>, String, String) {
+    let o = Command::new(mpiover_bin())
+        .args(["report", "-f", "json"])
+        .arg(dir)
+        .env_remove("LD_PRELOAD")
+        .output()
+        .expect("runs mpiover report");
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn without_dir(mut v: Value) -> Value {
+    v["run"]["dir"] = Value::Null;
+    v
+}
+
+#[test]
+fn joblog_of_32_ranks_is_one_file_and_reports_like_the_per_rank_records() {
+    let dir = scratch("joblog_32");
+    let run = dir.join("run");
+    let out = Job::new(NP, "late_sender", &["3", "5"], &dir)
+        .profiled(&run)
+        .env("MPIOVER_FORMAT", "log")
+        .run();
+    out.assert_success();
+    assert_eq!(names(&run), ["job.mpiover-log"], "{}", out.dump());
+    let (code, json, err) = report(&run);
+    assert_eq!(code, Some(0), "{err}");
+    let rep: Value = serde_json::from_str(&json).expect("report JSON");
+    assert_eq!(rep["run"]["ranks_present"], NP, "{err}");
+
+    // Both from the same records: the two paths give the same report.
+    let both = dir.join("both");
+    let out = Job::new(NP, "late_sender", &["3", "5"], &dir)
+        .profiled(&both)
+        .env("MPIOVER_FORMAT", "both")
+        .run();
+    out.assert_success();
+    let (log_only, files_only) = (dir.join("log_only"), dir.join("files_only"));
+    for d in [&log_only, &files_only] {
+        let _ = std::fs::remove_dir_all(d);
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let listed = names(&both);
+    assert_eq!(listed.len(), NP as usize + 1, "{listed:?}");
+    for n in &listed {
+        let to = if n.ends_with(".mpiover-log") {
+            &log_only
+        } else {
+            &files_only
+        };
+        std::fs::copy(both.join(n), to.join(n)).expect("copy");
+    }
+    let (a, b) = (report(&log_only), report(&files_only));
+    assert_eq!((a.0, b.0), (Some(0), Some(0)), "{}\n{}", a.2, b.2);
+    let (a, b): (Value, Value) = (
+        serde_json::from_str(&a.1).expect("JSON"),
+        serde_json::from_str(&b.1).expect("JSON"),
+    );
+    assert!(a["sites"].as_array().is_some_and(|s| !s.is_empty()));
+    assert_eq!(without_dir(a), without_dir(b));
+    let log = std::fs::metadata(log_only.join("job.mpiover-log"))
+        .expect("log")
+        .len();
+    let json: u64 = names(&files_only)
+        .iter()
+        .map(|n| std::fs::metadata(files_only.join(n)).map_or(0, |m| m.len()))
+        .sum();
+    eprintln!("e2e: joblog: {NP} ranks, log {log} bytes, per-rank JSON {json} bytes");
+    assert!(log * 2 < json, "log {log} bytes vs JSON {json}");
+}
+
+#[test]
+fn joblog_rank_killed_by_sigterm_leaves_the_others_in_the_report() {
+    let dir = scratch("joblog_sigterm");
+    let run = dir.join("run");
+    let np = 4;
+    let out = Job::new(np, "crash", &["sigterm"], &dir)
+        .profiled(&run)
+        .env("MPIOVER_FORMAT", "log")
+        .run();
+    assert_ne!(out.code(), Some(0), "{}", out.dump());
+    let (code, json, err) = report(&run);
+    assert_eq!(code, Some(0), "{err}\n{}", out.dump());
+    let rep: Value = serde_json::from_str(&json).expect("report JSON");
+    assert_eq!(rep["run"]["ranks_present"], np, "{json}");
+    let killed = rep["ranks"]
+        .as_array()
+        .expect("ranks")
+        .iter()
+        .find(|r| r["rank"] == np - 1)
+        .expect("the killed rank");
+    assert_eq!(killed["finished"], "signal:SIGTERM", "{killed:#}");
+}
+
+#[test]
+fn joblog_cut_or_damaged_is_one_error_with_the_byte_offset() {
+    let dir = scratch("joblog_bad");
+    let run = dir.join("run");
+    let out = Job::new(4, "late_sender", &["2", "1"], &dir)
+        .profiled(&run)
+        .env("MPIOVER_FORMAT", "log")
+        .run();
+    out.assert_success();
+    let log = run.join("job.mpiover-log");
+    let bytes = std::fs::read(&log).expect("the log");
+    let check = |name: &str, b: &[u8], what: &str| {
+        let d = dir.join(name);
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(d.join("job.mpiover-log"), b).expect("write");
+        let (code, stdout, err) = report(&d);
+        assert_eq!(code, Some(2), "{name}: {err}");
+        assert!(stdout.is_empty(), "{name}: {stdout}");
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(
+            err.contains("job.mpiover-log") && err.contains("byte "),
+            "{name}: {err}"
+        );
+        assert!(err.contains(what), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+    };
+    check("cut", &bytes[..bytes.len() * 2 / 3], "truncated job log");
+    let mut damaged = bytes.clone();
+    let mid = bytes.len() / 2;
+    for b in &mut damaged[mid..mid + 16] {
+        *b ^= 0x5a;
+    }
+    check("damaged", &damaged, "corrupt job log");
+}
