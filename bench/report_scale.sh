@@ -5,7 +5,8 @@
 # (default 5) and under MAX_RSS_MIB MiB (default 1024) on this machine.
 #
 #   bench/report_scale.sh                      (RANKS, SITES, DIR, MAX_WALL_S,
-#   RANKS=1024 SITES=50 bench/report_scale.sh   MAX_RSS_MIB from the environment)
+#   RANKS=1024 SITES=50 bench/report_scale.sh   MAX_RSS_MIB, FORMAT from the environment)
+#   FORMAT=log bench/report_scale.sh            (the same records as one job log)
 #
 # Each run is measured by python3 (installed by scripts/setup): wall time
 # around the child, peak resident memory from the child's own rusage
@@ -18,11 +19,12 @@ RANKS=${RANKS:-4096}
 SITES=${SITES:-200}
 MAX_WALL_S=${MAX_WALL_S:-5}
 MAX_RSS_MIB=${MAX_RSS_MIB:-1024}
+FORMAT=${FORMAT:-per-rank}
 T=${CARGO_TARGET_DIR:-target}
 command -v python3 >/dev/null || { echo "report_scale: python3 is needed to measure (scripts/setup installs it)" >&2; exit 2; }
 if [[ -n "${DIR:-}" ]]; then
   # DIR is emptied and refilled: refuse a directory holding anything but records.
-  if [[ -e "$DIR" ]] && find "$DIR" -mindepth 1 -maxdepth 1 ! -name 'rank-*.json' | grep -q .; then
+  if [[ -e "$DIR" ]] && find "$DIR" -mindepth 1 -maxdepth 1 ! -name 'rank-*.json' ! -name job.mpiover-log | grep -q .; then
     echo "report_scale: $DIR holds files other than rank-*.json records; give an empty or new DIR" >&2
     exit 2
   fi
@@ -37,9 +39,14 @@ cleanup() {
 trap cleanup EXIT
 cargo build -q --release -p mpiover-report --examples --bins
 rm -rf "$DIR"
-"$T/release/examples/gen_records" "$DIR" --ranks "$RANKS" --sites "$SITES"
+case $FORMAT in
+  per-rank) "$T/release/examples/gen_records" "$DIR" --ranks "$RANKS" --sites "$SITES" ;;
+  log) "$T/release/examples/gen_records" "$DIR" --ranks "$RANKS" --sites "$SITES" --log ;;
+  *) echo "report_scale: FORMAT is per-rank or log, not $FORMAT" >&2; exit 2 ;;
+esac
+BYTES=$(du -sb "$DIR" | cut -f1)
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -r); $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "records: $RANKS ranks x $SITES sites, $(ls "$DIR" | wc -l) files, $(du -sh "$DIR" | cut -f1)"
+echo "records ($FORMAT): $RANKS ranks x $SITES sites, $(ls "$DIR" | wc -l) files, $(du -sh "$DIR" | cut -f1), $((BYTES / (RANKS * SITES))) bytes per (rank, site)"
 echo "targets: wall < $MAX_WALL_S s, max RSS < $MAX_RSS_MIB MiB"
 
 # measure LABEL CMD...: runs CMD (stdout discarded), prints its wall time and

@@ -23,8 +23,9 @@ pub struct Basis {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub min_n: u64,
     /// The clock synchronization of the calibration had a residual larger
-    /// than the entry's median call: its windows did not start the ranks
-    /// together, so its durations hold their skew and its tmax is weak.
+    /// than the median call of this collective entry (and than 1 us): its
+    /// windows did not start the ranks together, so its durations hold their
+    /// skew and its tmax is weak.
     #[serde(default, skip_serializing_if = "is_false")]
     pub skewed: bool,
 }
@@ -36,6 +37,10 @@ fn is_zero(v: &u64) -> bool {
 fn is_false(v: &bool) -> bool {
     !*v
 }
+
+/// Clock synchronization residuals below this are its own noise (rdtsc
+/// ping-pongs on one node give tens of nanoseconds).
+const SKEW_FLOOR_S: f64 = 1e-6;
 
 impl Basis {
     /// The basis of an entry as such, its quality not judged.
@@ -54,9 +59,16 @@ impl Basis {
         let residual = method.clock_sync.as_ref().map_or(0.0, |c| {
             c.ranks.iter().map(|r| r.residual_s).fold(0.0, f64::max)
         });
+        // Only a collective's duration depends on when the other ranks
+        // started (a point-to-point entry's partner is timed with it); a
+        // residual under a microsecond is the synchronization's own noise.
+        let collective =
+            crate::functions::get(&e.function).is_some_and(|f| f.scope == Scope::Collective);
         Basis {
             min_n: method.min_samples,
-            skewed: method.sync == SyncMethod::Window && residual > e.median_s,
+            skewed: method.sync == SyncMethod::Window
+                && collective
+                && residual > e.median_s.max(SKEW_FLOOR_S),
             ..Basis::of(e)
         }
     }

@@ -545,4 +545,11 @@ fn entries_cut_short_or_measured_with_skewed_clocks_are_weak() {
     p.invalidate_index();
     let b = at(&p, 1000);
     assert!(b.skewed && b.is_weak(), "{b:?}");
+    // A point-to-point entry is timed with its partner: no skew.
+    let mut s = entry("MPI_Send", 2, 8, None, 1e-6);
+    s.n = 300;
+    p.push_entry(s);
+    p.invalidate_index();
+    let b = p.tmax("MPI_Send", 2, 8, None).unwrap().basis;
+    assert!(!b.skewed, "{b:?}");
 }
