@@ -48,42 +48,36 @@ fn parent(r: usize) -> usize {
 /// One point-to-point transfer of bytes on the private communicator.
 struct Comm(MPI_Comm);
 
+/// A buffer's length as an MPI count.
+fn count(buf: &[u8]) -> Result<c_int, String> {
+    c_int::try_from(buf.len()).map_err(|_| "a frame over 2 GiB".to_string())
+}
+
+/// An MPI return code as a result.
+fn done(rc: c_int, what: &str, peer: usize) -> Result<(), String> {
+    (rc == 0)
+        .then_some(())
+        .ok_or(format!("{what} rank {peer} failed ({rc})"))
+}
+
 impl Comm {
     fn send(&self, buf: &[u8], to: usize) -> Result<(), String> {
-        let n = c_int::try_from(buf.len()).map_err(|_| "a frame over 2 GiB".to_string())?;
+        let (n, t, p) = (count(buf)?, consts::byte(), to as c_int);
         // SAFETY: `buf` holds `n` bytes; the communicator is our duplicate.
-        let rc = unsafe {
-            PMPI_Send(
-                buf.as_ptr() as *const c_void,
-                n,
-                consts::byte(),
-                to as c_int,
-                TAG,
-                self.0,
-            )
-        };
-        (rc == 0)
-            .then_some(())
-            .ok_or(format!("MPI_Send to rank {to} failed ({rc})"))
+        let rc = unsafe { PMPI_Send(buf.as_ptr().cast(), n, t, p, TAG, self.0) };
+        done(rc, "MPI_Send to", to)
     }
 
     fn recv(&self, buf: &mut [u8], from: usize) -> Result<(), String> {
-        let n = c_int::try_from(buf.len()).map_err(|_| "a frame over 2 GiB".to_string())?;
+        let (n, t, p, st) = (
+            count(buf)?,
+            consts::byte(),
+            from as c_int,
+            consts::status_ignore(),
+        );
         // SAFETY: `buf` has room for `n` bytes; the status is ignored.
-        let rc = unsafe {
-            PMPI_Recv(
-                buf.as_mut_ptr() as *mut c_void,
-                n,
-                consts::byte(),
-                from as c_int,
-                TAG,
-                self.0,
-                consts::status_ignore(),
-            )
-        };
-        (rc == 0)
-            .then_some(())
-            .ok_or(format!("MPI_Recv from rank {from} failed ({rc})"))
+        let rc = unsafe { PMPI_Recv(buf.as_mut_ptr().cast(), n, t, p, TAG, self.0, st) };
+        done(rc, "MPI_Recv from", from)
     }
 
     /// One frame from `from`: (rank, payload).

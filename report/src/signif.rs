@@ -110,24 +110,8 @@ mod tests {
     #[test]
     fn null_follows_the_basis() {
         assert_eq!(Null::new(0.99, None), Null::Exact(1.0 - 0.99));
-        let emp = Null::new(
-            0.99,
-            Some(Basis {
-                n: 200,
-                fitted: false,
-                min_n: 0,
-                skewed: false,
-            }),
-        );
-        let fit = Null::new(
-            0.99,
-            Some(Basis {
-                n: 200,
-                fitted: true,
-                min_n: 0,
-                skewed: false,
-            }),
-        );
+        let emp = Null::new(0.99, Some(Basis::new(200, false)));
+        let fit = Null::new(0.99, Some(Basis::new(200, true)));
         assert!((emp.expected_share() - 3.0 / 201.0).abs() < 1e-12);
         assert!((fit.expected_share() - 0.01).abs() < 1e-9);
         // 33 of 2000 calls over tmax: chance for a 200-sample calibration,
@@ -141,15 +125,7 @@ mod tests {
             assert!(null.p_value(m, m) <= alpha, "{null:?}");
             assert!(m == 1 || null.p_value(m - 1, m - 1) > alpha, "{null:?}");
         }
-        let half = Null::new(
-            0.5,
-            Some(Basis {
-                n: 200,
-                fitted: false,
-                min_n: 0,
-                skewed: false,
-            }),
-        );
+        let half = Null::new(0.5, Some(Basis::new(200, false)));
         assert!(half.min_calls(0.05) >= min_calls(0.5, 0.05));
     }
 

@@ -227,12 +227,7 @@ pub fn push_entry(
         tmax_out_of_range: false,
         // As a calibration of 1000 samples would say: the report's test then
         // allows for tmax's own spread (beta-binomial null).
-        tmax_basis: online.then_some(Basis {
-            n: 1000,
-            fitted: false,
-            min_n: 0,
-            skewed: false,
-        }),
+        tmax_basis: online.then_some(Basis::new(1000, false)),
         tmax_composed: None,
         tmax_missing: None,
         hist: d.hist,

@@ -43,14 +43,19 @@ fn is_false(v: &bool) -> bool {
 const SKEW_FLOOR_S: f64 = 1e-6;
 
 impl Basis {
-    /// The basis of an entry as such, its quality not judged.
-    pub fn of(e: &Entry) -> Basis {
+    /// `n` samples, fitted or not, of unjudged quality.
+    pub fn new(n: u64, fitted: bool) -> Basis {
         Basis {
-            n: e.n,
-            fitted: !e.fallback && e.model.is_some(),
+            n,
+            fitted,
             min_n: 0,
             skewed: false,
         }
+    }
+
+    /// The basis of an entry as such, its quality not judged.
+    pub fn of(e: &Entry) -> Basis {
+        Basis::new(e.n, !e.fallback && e.model.is_some())
     }
 
     /// The basis of an entry of a profile measured with `method`: with the

@@ -70,6 +70,11 @@ pub struct RecordArgs {
     /// called MPI, 2 its caller (for programs that wrap MPI in helpers).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub depth: Option<u32>,
+    /// What the records are written as (sets MPIOVER_FORMAT): per-rank (a
+    /// rank-NNNNNN.json per rank), log (one job.mpiover-log merged over MPI
+    /// at MPI_Finalize, for large jobs) or both.
+    #[arg(long, value_name = "FORMAT", value_parser = ["per-rank", "log", "both"])]
+    pub format: Option<String>,
     /// The libmpiover.so to preload (default: $MPIOVER_LIB, then next to the
     /// mpiover executable, then ../lib/ relative to it).
     #[arg(long, value_name = "PATH")]
@@ -126,6 +131,9 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
     }
     if let Some(d) = a.depth {
         set.push(("MPIOVER_DEPTH", d.to_string().into()));
+    }
+    if let Some(f) = &a.format {
+        set.push(("MPIOVER_FORMAT", f.into()));
     }
     if kind == Kind::OpenMpi {
         let mut names: Vec<String> = set.iter().map(|(k, _)| k.to_string()).collect();
