@@ -86,9 +86,16 @@ fn through_plt(objs: &[Obj], a: usize) -> usize {
 }
 
 /// The linkage name of the function that starts exactly at `a`: from the
-/// object's symbol tables and debug information (a local helper of the
-/// executable is in no dynamic symbol table), else from the loader's.
+/// loader's tables, else from the object's symbol tables and debug
+/// information (a local helper of the executable is in no dynamic symbol
+/// table; the executable's are read already for its sites).
 fn symbol_at(objs: &[Obj], a: usize) -> Option<String> {
+    // The loader's tables first: an MPI entry point is a dynamic symbol, and
+    // reading a library's debug information (libmpiover's own is large)
+    // would cost the writer tens of milliseconds.
+    if let Some(name) = dynamic_symbol_at(a) {
+        return Some(name);
+    }
     // resolve() looks up `addr - 1` (it takes return addresses): `a + 1`
     // asks for the function of byte `a`, `a` for the byte before it.
     let of = |addr: usize| {
@@ -117,10 +124,7 @@ fn symbol_at(objs: &[Obj], a: usize) -> Option<String> {
         // byte before it belongs to another (or to none).
         None => name.is_some() && of(a).0 != name,
     };
-    match starts_here {
-        true => name,
-        false => dynamic_symbol_at(a),
-    }
+    starts_here.then_some(name).flatten()
 }
 
 /// The loader's view: the dynamic symbol that starts exactly at `a`.

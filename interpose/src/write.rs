@@ -410,7 +410,9 @@ fn write_now(finished: &str, when: When) {
     for (s, &ra) in rec.sites.iter_mut().zip(addrs.iter()) {
         crate::sites::symbolize(s, ra);
     }
-    if info.depth == 1 {
+    // Not on the way out (exit, signal): mpirun's SIGKILL may be near, and
+    // the note is not worth the resolved record.
+    if info.depth == 1 && matches!(when, When::Normal | When::Merge) {
         let objs = crate::sites::objects();
         for (s, &ra) in rec.sites.iter_mut().zip(addrs.iter()) {
             if s.note.is_some() {
