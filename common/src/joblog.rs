@@ -44,9 +44,9 @@ pub struct LogHeader {
 }
 
 /// One rank's record as a frame's payload.
-pub fn encode_record(rec: &Record) -> Vec<u8> {
-    let packed = rmp_serde::to_vec_named(rec).expect("a record serializes");
-    zstd::bulk::compress(&packed, 3).expect("zstd compresses in memory")
+pub fn encode_record(rec: &Record) -> Result<Vec<u8>, String> {
+    let packed = rmp_serde::to_vec_named(rec).map_err(|e| format!("MessagePack: {e}"))?;
+    zstd::bulk::compress(&packed, 3).map_err(|e| format!("zstd: {e}"))
 }
 
 /// Writes a job log frame by frame (frames in any rank order).
@@ -346,7 +346,7 @@ mod tests {
         };
         let mut w = LogWriter::new(Vec::new(), &header).unwrap();
         for &r in ranks {
-            w.frame(r, &encode_record(&record(r))).unwrap();
+            w.frame(r, &encode_record(&record(r)).unwrap()).unwrap();
         }
         w.finish().unwrap()
     }

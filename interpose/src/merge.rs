@@ -106,7 +106,17 @@ impl Comm {
 /// `MPI_COMM_WORLD`; called by every rank at `MPI_Finalize`.
 pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &Record) -> bool {
     let t0 = crate::timer::mono_ns();
-    let payload = encode_record(rec);
+    // A rank that cannot encode still takes part (with an empty frame) and
+    // votes against the log below: every rank then writes its own file.
+    let (payload, encoded) = match encode_record(rec) {
+        Ok(p) => (p, true),
+        Err(e) => {
+            warn(&format!(
+                "cannot encode this rank's record for the job log ({e})"
+            ));
+            (Vec::new(), false)
+        }
+    };
     let mut dup: MPI_Comm = consts::comm_null();
     // SAFETY: MPI is initialized and not finalized (we are inside the
     // MPI_Finalize wrapper, before PMPI_Finalize); `dup` is written once.
@@ -124,7 +134,7 @@ pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &Record) -> bool {
         relay(&comm, me, p, &payload).map(|()| true)
     };
     let mut ok: c_int = match &outcome {
-        Ok(written) => c_int::from(*written),
+        Ok(written) => c_int::from(*written && encoded),
         Err(_) => 0,
     };
     let mine = ok;
@@ -141,6 +151,12 @@ pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &Record) -> bool {
     };
     // SAFETY: our own duplicate, freed once.
     unsafe { PMPI_Comm_free(&mut dup) };
+    let written = rc == 0 && ok == 1;
+    if me == 0 && !written && matches!(outcome, Ok(true)) {
+        // Another rank could not take part: it writes its own record, so
+        // do all, and a log must not hold a second copy of some.
+        let _ = std::fs::remove_file(dir.join(LOG_FILE_NAME));
+    }
     if let Err(e) = &outcome {
         warn(&format!("the job log merge failed on this rank: {e}"));
     }
@@ -149,14 +165,10 @@ pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &Record) -> bool {
             "mpiover: debug: rank {me} job log merge: {} bytes, {:.3} ms, {}",
             payload.len(),
             crate::timer::mono_ns().wrapping_sub(t0) as f64 * 1e-6,
-            if rc == 0 && ok == 1 {
-                "written"
-            } else {
-                "not written"
-            }
+            if written { "written" } else { "not written" }
         );
     }
-    rc == 0 && ok == 1
+    written
 }
 
 fn warn(what: &str) {

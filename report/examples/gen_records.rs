@@ -104,7 +104,8 @@ fn write_log(
                     while r < ranks {
                         v.push((
                             r,
-                            encode_record(&synth::scale_record(r, ranks, sites, seed)),
+                            encode_record(&synth::scale_record(r, ranks, sites, seed))
+                                .expect("a generated record encodes"),
                         ));
                         r += threads;
                     }
