@@ -119,6 +119,46 @@ pub(crate) mod tests {
         .unwrap();
     }
 
+    fn write_log(dir: &Path, recs: &[Record]) {
+        use crate::joblog::*;
+        let header = LogHeader {
+            schema: LOG_SCHEMA.into(),
+            run_id: recs[0].run_id.clone(),
+            ranks: recs[0].ranks,
+            writer: "test".into(),
+        };
+        let f = std::fs::File::create(dir.join(LOG_FILE_NAME)).unwrap();
+        let mut w = LogWriter::new(f, &header).unwrap();
+        for r in recs {
+            w.frame(r.rank, &encode_record(r).unwrap()).unwrap();
+        }
+        w.finish().unwrap();
+    }
+
+    #[test]
+    fn a_log_and_leftover_files_make_one_run_and_the_log_wins_a_rank_in_both() {
+        let d = tmpdir("log_and_files");
+        write_log(&d, &[record(0, 3, "r1"), record(1, 3, "r1")]);
+        let mut killed = record(2, 3, "r1");
+        killed.finished = "signal:SIGTERM".into();
+        write(&d, &killed);
+        // A copy of rank 1 beside the log (a signal at the end of the merge).
+        let mut again = record(1, 3, "r1");
+        again.finished = "signal:SIGTERM".into();
+        write(&d, &again);
+        let run = load_run(&d).unwrap();
+        assert_eq!(run.summary.present, [0, 1, 2]);
+        assert_eq!(run.records[1].finished, "finalize");
+        assert!(run
+            .summary
+            .warnings
+            .contains(&RunWarning::OutsideTheLog { ranks: vec![2] }));
+        // A file of another run is not taken for a leftover.
+        write(&d, &record(1, 3, "r2"));
+        let e = load_run(&d).unwrap_err();
+        assert!(matches!(e, RunError::MixedRuns { .. }), "{e}");
+    }
+
     #[test]
     fn record_file_names() {
         assert!(is_record_file_name("rank-000003.json"));

@@ -98,12 +98,33 @@ impl RunDir {
     }
 
     /// Every record's place: the job log's frames first, then the files.
+    /// A rank's own file of the log's run is left out when the log holds
+    /// that rank: a signal at the end of the merge can leave both, and the
+    /// log's copy was taken at `MPI_Finalize`. A file of another run stays
+    /// in, so that the check refuses the mix.
     pub fn sources(&self) -> Vec<Source> {
         let mut v: Vec<Source> = match &self.log {
             Some(l) => (0..l.len()).map(|i| Source::Frame(l.clone(), i)).collect(),
             None => Vec::new(),
         };
-        v.extend(self.files.iter().cloned().map(Source::File));
+        let in_log = |f: &PathBuf| -> bool {
+            let Some(l) = &self.log else { return false };
+            let rank = f.file_name().and_then(|n| n.to_str()).and_then(|n| {
+                n.strip_prefix("rank-")?
+                    .strip_suffix(".json")?
+                    .parse::<u32>()
+                    .ok()
+            });
+            rank.is_some_and(|r| (0..l.len()).any(|i| l.rank(i) == r))
+                && read_record(f).is_ok_and(|rec| rec.run_id == l.header.run_id)
+        };
+        v.extend(
+            self.files
+                .iter()
+                .filter(|f| !in_log(f))
+                .cloned()
+                .map(Source::File),
+        );
         v
     }
 }
