@@ -158,8 +158,39 @@ fn accuracy_wait_states_and_late_ranks_are_named() {
 
 #[test]
 fn accuracy_clean_sites_are_not_significant() {
-    let r = accuracy_run();
+    // A run whose clean sites came out shifted against a calibration from a
+    // quieter moment is repeated against a calibration measured anew (at
+    // most three runs in all), as the clean ping-pong and halo checks are: a
+    // profiler that flags clean sites fails all three.
+    let mut attempt = 1;
+    loop {
+        let (fresh, run);
+        let r = if attempt == 1 {
+            accuracy_run()
+        } else {
+            fresh = fresh_calibrated_profile(&format!("accuracy_calibration_{attempt}"));
+            run = record("accuracy_clean_again", NP, "accuracy", &[], &fresh);
+            &run
+        };
+        let problems = clean_site_problems(r);
+        if problems.is_empty() {
+            return;
+        }
+        assert!(attempt < 3, "{}", problems.join("\n"));
+        eprintln!(
+            "e2e: accuracy_clean: run {attempt} flagged, again: {}",
+            problems
+                .first()
+                .map_or("", |p| p.lines().next().unwrap_or(""))
+        );
+        attempt += 1;
+    }
+}
+
+/// What a user would object to at the clean sites of an accuracy run.
+fn clean_site_problems(r: &Recorded) -> Vec<String> {
     let context = context(r);
+    let mut problems = Vec::new();
     // The ping-pong's sends and receives and the Allreduce (60 ns to 0.6 us
     // a call). Two CI runs shaped what "clean" is checked against:
     // - a receive with 1.6 % of its calls over tmax was flagged against an
@@ -179,6 +210,7 @@ fn accuracy_clean_sites_are_not_significant() {
         let line = marker("accuracy.c", tag);
         let s = site_at(&r.report, "accuracy.c", line, mpi)
             .unwrap_or_else(|| panic!("no {mpi} site at accuracy.c:{line}\n{context}"));
+        // Structural: the profiler's whatever the machine did.
         assert!(
             s["calls"].as_u64().is_some_and(|c| c >= 1000),
             "{tag}: a clean site needs many calls for the test to mean something\n{s:#}"
@@ -187,24 +219,24 @@ fn accuracy_clean_sites_are_not_significant() {
             s["overhead_s"].is_number(),
             "{tag}: no overhead_s (no tmax?)\n{s:#}\n{context}"
         );
-        assert_eq!(
-            s["significant"], false,
-            "{tag}: a clean site flagged\n{s:#}\n{context}"
-        );
-        assert!(
-            s["significance"] == "not significant" || s["significance"] == "negligible",
-            "{tag}\n{s:#}\n{context}"
-        );
+        if s["significant"] != false {
+            problems.push(format!("{tag}: a clean site flagged\n{s:#}\n{context}"));
+        }
+        if s["significance"] != "not significant" && s["significance"] != "negligible" {
+            problems.push(format!("{tag}: {}\n{s:#}\n{context}", s["significance"]));
+        }
         let share = s["overhead_s"].as_f64().unwrap_or(0.0)
             / r.report["summary"]["mpi_time_s"]
                 .as_f64()
                 .unwrap_or(f64::INFINITY);
-        assert!(
-            share < 0.001,
-            "{tag}: a clean site holds {:.3} % of the MPI time as overhead\n{s:#}\n{context}",
-            share * 100.0
-        );
+        if share >= 0.001 {
+            problems.push(format!(
+                "{tag}: a clean site holds {:.3} % of the MPI time as overhead\n{s:#}\n{context}",
+                share * 100.0
+            ));
+        }
     }
+    problems
 }
 
 /// On two ranks the only possible late rank is "the other one", so the checks
