@@ -95,6 +95,12 @@ pub struct Tool {
     pub depth: u32,
     /// Cap on distinct keys per thread.
     pub max_keys: u32,
+    /// Rank 0 only, with the job log: its time (seconds) merging the job's
+    /// records at `MPI_Finalize`, from the start of the merge to the last
+    /// frame received (the other ranks' frames are sent before their time
+    /// is known). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -104,18 +104,17 @@ impl Comm {
 /// Merges this rank's record into the job log; true when the log was
 /// written (the same answer on every rank). Collective over
 /// `MPI_COMM_WORLD`; called by every rank at `MPI_Finalize`.
-pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &Record) -> bool {
+pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &mut Record) -> bool {
     let t0 = crate::timer::mono_ns();
+    let (me, p) = (info.head.rank as usize, info.head.ranks as usize);
     // A rank that cannot encode still takes part (with an empty frame) and
     // votes against the log below: every rank then writes its own file.
-    let (payload, encoded) = match encode_record(rec) {
-        Ok(p) => (p, true),
-        Err(e) => {
-            warn(&format!(
-                "cannot encode this rank's record for the job log ({e})"
-            ));
-            (Vec::new(), false)
-        }
+    // Rank 0 encodes its own record last, with the merge's time in it.
+    let mut encoded = true;
+    let payload = if me == 0 {
+        Vec::new()
+    } else {
+        encode_or_vote(rec, &mut encoded)
     };
     let mut dup: MPI_Comm = consts::comm_null();
     // SAFETY: MPI is initialized and not finalized (we are inside the
@@ -127,9 +126,8 @@ pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &Record) -> bool {
     // SAFETY: `dup` is the valid communicator just made.
     unsafe { PMPI_Comm_set_errhandler(dup, consts::errors_return()) };
     let comm = Comm(dup);
-    let (me, p) = (info.head.rank as usize, info.head.ranks as usize);
     let outcome = if me == 0 {
-        root(&comm, p, dir, info, &payload)
+        root(&comm, p, dir, info, rec, t0, &mut encoded)
     } else {
         relay(&comm, me, p, &payload).map(|()| true)
     };
@@ -171,16 +169,38 @@ pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &Record) -> bool {
     written
 }
 
+fn encode_or_vote(rec: &Record, encoded: &mut bool) -> Vec<u8> {
+    match encode_record(rec) {
+        Ok(p) => p,
+        Err(e) => {
+            warn(&format!(
+                "cannot encode this rank's record for the job log ({e})"
+            ));
+            *encoded = false;
+            Vec::new()
+        }
+    }
+}
+
 fn warn(what: &str) {
     if !crate::init::quiet() {
         eprintln!("mpiover: warning: {what}; records are written per rank instead");
     }
 }
 
-/// Rank 0: its own frame, then every subtree's frames into the file as they
-/// come. Keeps receiving when the file cannot be written, so that no child
-/// waits forever; Ok(false) then.
-fn root(comm: &Comm, p: usize, dir: &Path, info: &RunInfo, own: &[u8]) -> Result<bool, String> {
+/// Rank 0: every subtree's frames into the file as they come, then its own,
+/// which states the merge's time so far (`tool.merge_s`). Keeps receiving
+/// when the file cannot be written, so that no child waits forever;
+/// Ok(false) then.
+fn root(
+    comm: &Comm,
+    p: usize,
+    dir: &Path,
+    info: &RunInfo,
+    rec: &mut Record,
+    t0: u64,
+    encoded: &mut bool,
+) -> Result<bool, String> {
     let tmp = dir.join(format!(".{LOG_FILE_NAME}.tmp-{}", info.head.pid));
     let header = LogHeader {
         schema: LOG_SCHEMA.into(),
@@ -203,7 +223,6 @@ fn root(comm: &Comm, p: usize, dir: &Path, info: &RunInfo, own: &[u8]) -> Result
             }
         }
     };
-    put(&mut w, 0, own);
     let mut failed = None;
     for (c, n) in children(0, p) {
         for _ in 0..n {
@@ -216,6 +235,9 @@ fn root(comm: &Comm, p: usize, dir: &Path, info: &RunInfo, own: &[u8]) -> Result
             }
         }
     }
+    rec.tool.merge_s = Some(crate::timer::mono_ns().wrapping_sub(t0) as f64 * 1e-9);
+    let own = encode_or_vote(rec, encoded);
+    put(&mut w, 0, &own);
     let done = match (w, failed) {
         (Some(lw), None) => lw
             .finish()

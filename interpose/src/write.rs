@@ -275,6 +275,7 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
             calls,
             depth: info.depth,
             max_keys: info.max_keys,
+            merge_s: None,
         },
         profile: crate::profile_hook::usage(),
         sites,
@@ -433,7 +434,7 @@ fn write_now(finished: &str, when: When) {
         // (`save_merging`). Leaked on purpose: once per process, and a
         // handler on another thread may still hold it.
         MERGING.store(Box::into_raw(Box::new(rec.clone())), SeqCst);
-        let merged = crate::merge::into_job_log(info, dir, &rec);
+        let merged = crate::merge::into_job_log(info, dir, &mut rec);
         MERGING.store(std::ptr::null_mut(), SeqCst);
         if merged && crate::opt::get().format == crate::opt::Format::Log {
             return;

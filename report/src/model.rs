@@ -428,6 +428,10 @@ pub struct ToolCost {
     pub time_s: f64,
     /// That time as a share of the application time.
     pub share_of_app: f64,
+    /// With a job log: rank 0's time merging every rank's record into it at
+    /// `MPI_Finalize` (seconds; not in `time_s`, which counts the calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_merge_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -145,6 +145,7 @@ pub fn empty_record(run_id: &str, rank: u32, ranks: u32, host: &str) -> Record {
             calls: 0,
             depth: 1,
             max_keys: 4096,
+            merge_s: None,
         },
         profile: None,
         sites: Vec::new(),

@@ -58,6 +58,7 @@ pub(crate) mod tests {
                 calls: 10,
                 depth: 1,
                 max_keys: 4096,
+                merge_s: None,
             },
             profile: None,
             sites: vec![Site {

@@ -104,7 +104,16 @@ impl RunDir {
     /// in, so that the check refuses the mix.
     pub fn sources(&self) -> Vec<Source> {
         let mut v: Vec<Source> = match &self.log {
-            Some(l) => (0..l.len()).map(|i| Source::Frame(l.clone(), i)).collect(),
+            Some(l) => {
+                // Rank order, as the files sort: rank 0 writes its own frame
+                // last (it holds the merge's time).
+                let mut order: Vec<usize> = (0..l.len()).collect();
+                order.sort_by_key(|&i| l.rank(i));
+                order
+                    .into_iter()
+                    .map(|i| Source::Frame(l.clone(), i))
+                    .collect()
+            }
             None => Vec::new(),
         };
         let in_log = |f: &PathBuf| -> bool {

@@ -192,6 +192,8 @@ pub(crate) struct RankAcc {
     pub(crate) overhead: Option<f64>,
     pub(crate) calls: u64,
     pub(crate) cost_per_call: f64,
+    /// Rank 0's time merging the job log, when the run wrote one.
+    pub(crate) merge_s: Option<f64>,
     pub(crate) finished: String,
     pub(crate) command: Vec<String>,
     pub(crate) mpi_library: String,

@@ -255,6 +255,7 @@ impl Agg {
             overhead: rank_overhead,
             calls: rec.tool.calls,
             cost_per_call: rec.tool.cost_per_call_s,
+            merge_s: rec.tool.merge_s.filter(|s| s.is_finite() && *s >= 0.0),
             finished: rec.finished.clone(),
             command: rec.command.clone(),
             mpi_library: rec.mpi_library.clone(),

@@ -100,11 +100,18 @@ pub fn timer(t: &TimerInfo) -> String {
 /// The profiler's own cost, in one sentence.
 pub fn tool_cost(t: &ToolCost) -> String {
     use crate::units::{count, pct, secs};
-    format!(
+    let mut s = format!(
         "{} per call x {} calls = {} ({} of application time)",
         secs(t.cost_per_call_s),
         count(t.calls),
         secs(t.time_s),
         pct(t.share_of_app)
-    )
+    );
+    if let Some(m) = t.log_merge_s {
+        s.push_str(&format!(
+            "; merging the job log at MPI_Finalize took {} at rank 0",
+            secs(m)
+        ));
+    }
+    s
 }

@@ -63,6 +63,12 @@ fn joblog_of_32_ranks_is_one_file_and_reports_like_the_per_rank_records() {
     assert_eq!(code, Some(0), "{err}");
     let rep: Value = serde_json::from_str(&json).expect("report JSON");
     assert_eq!(rep["run"]["ranks_present"], NP, "{err}");
+    // The merge's own cost is part of the tool's cost.
+    let merge = rep["methods"]["tool"]["log_merge_s"].as_f64();
+    assert!(
+        merge.is_some_and(|m| m > 0.0 && m < 60.0),
+        "log_merge_s {merge:?}"
+    );
 
     // Both from the same records: the two paths give the same report.
     let both = dir.join("both");

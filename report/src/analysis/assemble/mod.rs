@@ -167,6 +167,7 @@ pub(crate) fn finish(
                 calls: tool_calls,
                 time_s: tool_time,
                 share_of_app: if app_time > 0.0 { tool_time / app_time } else { 0.0 },
+                log_merge_s: ranks.iter().filter_map(|r| r.merge_s).reduce(f64::max),
             },
             timer: TimerInfo {
                 name: first.timer_name.clone(),
