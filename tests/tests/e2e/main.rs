@@ -28,6 +28,7 @@ mod python;
 mod record_format;
 mod report;
 mod robustness;
+mod srun;
 mod tail_call;
 mod threads;
 mod transparency;

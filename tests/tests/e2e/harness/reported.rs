@@ -232,7 +232,7 @@ fn record_once(test: &str, np: u32, program: &Path, args: &[&str], profile: &Pat
 
 /// Runs a command that starts MPI jobs (under the lock, with the suite's
 /// environment and timeout), stdout and stderr to files in `dir`.
-fn run_locked(mut c: Command, job: String, dir: &Path) -> Outcome {
+pub fn run_locked(mut c: Command, job: String, dir: &Path) -> Outcome {
     suite_env(&mut c);
     let (so, se) = (dir.join("record.stdout"), dir.join("record.stderr"));
     let _guard = mpi_lock();

@@ -1,0 +1,108 @@
+//! Slurm's `srun` as the launcher of `mpiover record`, per-rank and as a job
+//! log: srun's default `--export=ALL` carries `LD_PRELOAD` and the
+//! `MPIOVER_*` settings to the ranks, and Open MPI's ranks, started by srun
+//! through PMIx, wrap and merge as under `mpirun`.
+//!
+//! Runs where a Slurm cluster answers `srun` (`scripts/slurm-local` starts a
+//! one-node one; CI does). Elsewhere it says so and passes, unless
+//! `MPIOVER_E2E_SRUN=1` demands it. Open MPI only: the Debian MPICH is
+//! launched by its own Hydra here.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::harness::*;
+
+/// Whether `srun` starts a task within 20 s (a cluster is up and has room).
+fn srun_works() -> bool {
+    Command::new("timeout")
+        .args(["20", "srun", "-n", "1", "-O", "true"])
+        .env_remove("LD_PRELOAD")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn record(test: &str, format: &str) -> (std::path::PathBuf, Outcome) {
+    let dir = scratch(test);
+    let run = dir.join("run");
+    let program = example("late_sender");
+    let mut c = Command::new(mpiover_bin());
+    c.args(["record", "--format", format, "--lib"])
+        .arg(lib())
+        .arg("--out")
+        .arg(&run)
+        .args(["--", "srun", "-n", "4", "-O", "--mpi=pmix"])
+        .arg(&program)
+        .args(["3", "20"])
+        .current_dir(&dir);
+    let job =
+        format!("mpiover record --format {format} -- srun -n 4 -O --mpi=pmix late_sender 3 20");
+    let out = run_locked(c, job, &dir);
+    assert_eq!(out.code(), Some(0), "{}", out.dump());
+    (run, out)
+}
+
+fn report(run: &Path, out: &Outcome) -> Value {
+    let o = Command::new(mpiover_bin())
+        .args(["report", "-f", "json"])
+        .arg(run)
+        .env_remove("LD_PRELOAD")
+        .output()
+        .expect("runs mpiover report");
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        out.dump()
+    );
+    serde_json::from_slice(&o.stdout).expect("report JSON")
+}
+
+#[test]
+fn srun_records_per_rank_and_as_a_job_log() {
+    if mpi_flavor() == "mpich" {
+        return;
+    }
+    if !srun_works() {
+        assert!(
+            std::env::var("MPIOVER_E2E_SRUN").as_deref() != Ok("1"),
+            "MPIOVER_E2E_SRUN=1 but `srun -n 1 true` fails: is a Slurm cluster up (scripts/slurm-local)?"
+        );
+        eprintln!("e2e: srun: no Slurm cluster answers `srun` here; not tested (scripts/slurm-local starts one)");
+        return;
+    }
+    let recv = marker("late_sender.c", "late-sender-recv");
+    for (format, files) in [("per-rank", 4), ("log", 1)] {
+        let (run, out) = record(&format!("srun_{format}"), format);
+        let listed: Vec<String> = std::fs::read_dir(&run)
+            .expect("run directory")
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(listed.len(), files, "{format}: {listed:?}\n{}", out.dump());
+        if format == "log" {
+            assert_eq!(listed, ["job.mpiover-log"], "{}", out.dump());
+        }
+        let rep = report(&run, &out);
+        assert_eq!(rep["run"]["ranks_present"], 4, "{format}\n{}", out.dump());
+        // Ranks 0 and 2 wait 3 x 20 ms each for their late senders.
+        let at = format!("late_sender.c:{recv}");
+        let time: f64 = rep["sites"]
+            .as_array()
+            .expect("sites")
+            .iter()
+            .filter(|s| {
+                s["mpi_function"] == "MPI_Recv"
+                    && s["location"].as_str().is_some_and(|l| l.ends_with(&at))
+            })
+            .map(|s| s["time_s"].as_f64().unwrap_or(0.0))
+            .sum();
+        assert!(
+            time > 0.8 * 2.0 * 3.0 * 0.020,
+            "{format}: the late receive at {at} took {time} s\n{}",
+            out.dump()
+        );
+    }
+}
