@@ -1,5 +1,9 @@
-//! The job log (`mpiover-log/1`): every rank's record of one run in one file,
-//! written once by rank 0 at `MPI_Finalize` (`docs/log-format.md`).
+//! The job log: one file per run, written once by rank 0 at `MPI_Finalize`
+//! (`docs/log-format.md`). Version 1 (`mpiover-log/1`) packs every rank's
+//! record; version 2 (`mpiover-log/2`, *merged*) holds one payload, the
+//! report's aggregate of every rank, folded and merged over MPI in the job
+//! (its type is the report's; here it is bytes), with one index row per rank
+//! it holds, all pointing at that frame.
 //!
 //! ```text
 //! header   "MPIOVLOG" | u32 version = 1 | u32 n | n bytes of JSON
@@ -25,11 +29,16 @@ use crate::record::Record;
 use crate::run::RunError;
 
 pub const LOG_SCHEMA: &str = "mpiover-log/1";
+/// The merged job log's schema (format version 2).
+pub const MERGED_LOG_SCHEMA: &str = "mpiover-log/2";
+/// The rank field of the merged log's one frame.
+pub const MERGED_FRAME: u32 = u32::MAX;
 /// The job log's name in a run directory.
 pub const LOG_FILE_NAME: &str = "job.mpiover-log";
 const MAGIC: &[u8; 8] = b"MPIOVLOG";
 const TRAILER: &[u8; 8] = b"MPIOVIDX";
 const VERSION: u32 = 1;
+const MERGED_VERSION: u32 = 2;
 const FRAME_HEAD: usize = 16;
 const INDEX_ROW: usize = 24;
 
@@ -59,8 +68,13 @@ pub struct LogWriter<W: std::io::Write> {
 impl<W: std::io::Write> LogWriter<W> {
     pub fn new(mut out: W, header: &LogHeader) -> std::io::Result<Self> {
         let json = serde_json::to_vec(header).map_err(std::io::Error::other)?;
+        let version = if header.schema == MERGED_LOG_SCHEMA {
+            MERGED_VERSION
+        } else {
+            VERSION
+        };
         out.write_all(MAGIC)?;
-        out.write_all(&VERSION.to_le_bytes())?;
+        out.write_all(&version.to_le_bytes())?;
         out.write_all(&(json.len() as u32).to_le_bytes())?;
         out.write_all(&json)?;
         Ok(LogWriter {
@@ -78,6 +92,18 @@ impl<W: std::io::Write> LogWriter<W> {
         self.out.write_all(payload)?;
         self.index.push((rank, self.at, payload.len() as u64));
         self.at += (FRAME_HEAD + payload.len()) as u64;
+        Ok(())
+    }
+
+    /// The merged log's one frame, and an index row pointing at it for each
+    /// rank it holds.
+    pub fn merged(&mut self, ranks: &[u32], payload: &[u8]) -> std::io::Result<()> {
+        let at = self.at;
+        self.frame(MERGED_FRAME, payload)?;
+        self.index.pop();
+        for &r in ranks {
+            self.index.push((r, at, payload.len() as u64));
+        }
         Ok(())
     }
 
@@ -109,6 +135,8 @@ pub struct JobLog {
     data: Backing,
     /// (rank, payload offset, payload length), in file order.
     frames: Vec<(u32, usize, usize)>,
+    /// Format version 2: one aggregate frame, the rows are the ranks it holds.
+    merged: bool,
 }
 
 /// Where the log's bytes are.
@@ -190,20 +218,31 @@ impl JobLog {
             ));
         }
         let version = data.u32_at(8).unwrap_or(0);
-        if version != VERSION {
+        if version != VERSION && version != MERGED_VERSION {
             return Err(bad(
                 8,
-                format!("format version {version}, this mpiover reads {VERSION}"),
+                format!(
+                    "format version {version}, this mpiover reads {VERSION} and {MERGED_VERSION}"
+                ),
             ));
         }
+        let merged = version == MERGED_VERSION;
+        let schema = if merged {
+            MERGED_LOG_SCHEMA
+        } else {
+            LOG_SCHEMA
+        };
         let hlen = data.u32_at(12).unwrap_or(0) as usize;
         let hjson = data.get(16, hlen).ok_or_else(|| cut(n, "the header"))?;
         let header: LogHeader = serde_json::from_slice(&hjson)
             .map_err(|e| bad(16, format!("the header is not valid JSON: {e}")))?;
-        if header.schema != LOG_SCHEMA {
+        if header.schema != schema {
             return Err(bad(
                 16,
-                format!("schema {:?}, expected {LOG_SCHEMA:?}", header.schema),
+                format!(
+                    "schema {:?}, expected {schema:?} (format version {version})",
+                    header.schema
+                ),
             ));
         }
         let first_frame = 16 + hlen;
@@ -259,8 +298,9 @@ impl JobLog {
                 return Err(bad(row, format!("index row {i} points outside the frames")));
             }
             let head = data.get(off, FRAME_HEAD);
+            let owner = if merged { MERGED_FRAME } else { rank };
             let matches = head.is_some_and(|h| {
-                h[..4] == rank.to_le_bytes() && h[8..16] == (len as u64).to_le_bytes()
+                h[..4] == owner.to_le_bytes() && h[8..16] == (len as u64).to_le_bytes()
             });
             if !matches {
                 return Err(bad(
@@ -270,12 +310,41 @@ impl JobLog {
             }
             frames.push((rank, off + FRAME_HEAD, len));
         }
+        if merged && frames.windows(2).any(|w| w[0].1 != w[1].1) {
+            return Err(bad(
+                index_at,
+                "a merged log's rows point at two frames".into(),
+            ));
+        }
         Ok(JobLog {
             path: path.to_path_buf(),
             header,
             data,
             frames,
+            merged,
         })
+    }
+
+    /// A merged log (`mpiover-log/2`): no record per rank, one aggregate.
+    pub fn is_merged(&self) -> bool {
+        self.merged
+    }
+
+    /// The merged log's payload, still compressed, with the byte offset of
+    /// its frame for messages; None for a log of records or without ranks.
+    pub fn merged_payload(&self) -> Option<Result<(Vec<u8>, u64), RunError>> {
+        let &(_, off, len) = self.frames.first().filter(|_| self.merged)?;
+        let at = (off - FRAME_HEAD) as u64;
+        Some(
+            self.data
+                .get(off, len)
+                .map(|b| (b, at))
+                .ok_or(RunError::BadLog {
+                    path: self.path.clone(),
+                    offset: at,
+                    what: "the merged frame cannot be read".into(),
+                }),
+        )
     }
 
     pub fn len(&self) -> usize {
@@ -286,7 +355,7 @@ impl JobLog {
         self.frames.is_empty()
     }
 
-    /// The rank of frame `i`.
+    /// The rank of frame `i` (of index row `i` in a merged log).
     pub fn rank(&self, i: usize) -> u32 {
         self.frames[i].0
     }
@@ -294,6 +363,12 @@ impl JobLog {
     /// Frame `i` as a checked record.
     pub fn record(&self, i: usize) -> Result<Record, RunError> {
         let (rank, off, len) = self.frames[i];
+        if self.merged {
+            return Err(RunError::Invalid {
+                path: self.path.clone(),
+                what: "a merged job log holds no record per rank".into(),
+            });
+        }
         let bad = |what: String| RunError::BadLog {
             path: self.path.clone(),
             offset: (off - FRAME_HEAD) as u64,

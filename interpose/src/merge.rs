@@ -1,23 +1,25 @@
-//! The job log, merged over MPI at `MPI_Finalize` (`MPIOVER_FORMAT=log`).
+//! The merged job log, made over MPI at `MPI_Finalize` (`MPIOVER_FORMAT=log`).
 //!
-//! Before `PMPI_Finalize`, with recording off, every rank encodes its record
-//! (MessagePack, zstd: [`mpiover_common::joblog`]) and the frames travel up a
-//! binomial tree on a private duplicate of `MPI_COMM_WORLD` to rank 0, which
-//! writes them into one file as they arrive. A rank sends its own frame to
-//! its parent, then relays its children's subtrees one frame at a time, so
-//! no rank holds more than one frame besides its own, and the tree is
-//! ceil(log2 P) levels deep. Errors return instead of aborting
-//! (`MPI_ERRORS_RETURN` on the duplicate); a last `MPI_Allreduce` tells every
-//! rank whether the log was written, and when it was not, each writes its
-//! own `rank-NNNNNN.json` as without a log.
+//! Before `PMPI_Finalize`, with recording off, every rank folds its record
+//! into the report's own aggregate ([`JobAgg`]: per site its totals, a
+//! distribution, the overhead by wait state, one row per rank; per rank its
+//! times; per waiter and peer the wait matrix), and the aggregates are merged
+//! up a binomial tree on a private duplicate of `MPI_COMM_WORLD`: each rank
+//! receives its children's (one at a time), merges them into its own and
+//! sends the result to its parent, in ceil(log2 P) levels. Rank 0 writes the
+//! job's aggregate as one `mpiover-log/2` file. Errors return instead of
+//! aborting (`MPI_ERRORS_RETURN` on the duplicate); a last `MPI_Allreduce`
+//! tells every rank whether the log was written, and when it was not, each
+//! writes its own `rank-NNNNNN.json` as without a log.
 
 use std::os::raw::{c_int, c_void};
 use std::path::Path;
 
-use mpiover_common::joblog::{encode_record, LogHeader, LogWriter, LOG_FILE_NAME, LOG_SCHEMA};
+use mpiover_common::joblog::{LogHeader, LogWriter, LOG_FILE_NAME, MERGED_LOG_SCHEMA};
 use mpiover_common::record::Record;
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
+use mpiover_report::analysis::JobAgg;
 
 use crate::init::RunInfo;
 
@@ -107,15 +109,11 @@ impl Comm {
 pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &mut Record) -> bool {
     let t0 = crate::timer::mono_ns();
     let (me, p) = (info.head.rank as usize, info.head.ranks as usize);
-    // A rank that cannot encode still takes part (with an empty frame) and
-    // votes against the log below: every rank then writes its own file.
-    // Rank 0 encodes its own record last, with the merge's time in it.
+    // A rank whose part cannot be encoded still takes part (sending an
+    // empty frame) and votes against the log below: every rank then writes
+    // its own file.
     let mut encoded = true;
-    let payload = if me == 0 {
-        Vec::new()
-    } else {
-        encode_or_vote(rec, &mut encoded)
-    };
+    let part = JobAgg::of_record(rec);
     let mut dup: MPI_Comm = consts::comm_null();
     // SAFETY: MPI is initialized and not finalized (we are inside the
     // MPI_Finalize wrapper, before PMPI_Finalize); `dup` is written once.
@@ -127,9 +125,9 @@ pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &mut Record) -> bool {
     unsafe { PMPI_Comm_set_errhandler(dup, consts::errors_return()) };
     let comm = Comm(dup);
     let outcome = if me == 0 {
-        root(&comm, p, dir, info, rec, t0, &mut encoded)
+        root(&comm, p, dir, info, part, rec, t0, &mut encoded)
     } else {
-        relay(&comm, me, p, &payload).map(|()| true)
+        relay(&comm, me, p, part, &mut encoded).map(|()| true)
     };
     let mut ok: c_int = match &outcome {
         Ok(written) => c_int::from(*written && encoded),
@@ -160,8 +158,7 @@ pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &mut Record) -> bool {
     }
     if crate::init::debug() {
         eprintln!(
-            "mpiover: debug: rank {me} job log merge: {} bytes, {:.3} ms, {}",
-            payload.len(),
+            "mpiover: debug: rank {me} job log merge: {:.3} ms, {}",
             crate::timer::mono_ns().wrapping_sub(t0) as f64 * 1e-6,
             if written { "written" } else { "not written" }
         );
@@ -169,12 +166,12 @@ pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &mut Record) -> bool {
     written
 }
 
-fn encode_or_vote(rec: &Record, encoded: &mut bool) -> Vec<u8> {
-    match encode_record(rec) {
+fn encode_or_vote(part: &JobAgg, encoded: &mut bool) -> Vec<u8> {
+    match part.encode() {
         Ok(p) => p,
         Err(e) => {
             warn(&format!(
-                "cannot encode this rank's record for the job log ({e})"
+                "cannot encode the job log's aggregate on this rank ({e})"
             ));
             *encoded = false;
             Vec::new()
@@ -188,69 +185,60 @@ fn warn(what: &str) {
     }
 }
 
-/// Rank 0: every subtree's frames into the file as they come, then its own,
-/// which states the merge's time so far (`tool.merge_s`). Keeps receiving
-/// when the file cannot be written, so that no child waits forever;
-/// Ok(false) then.
+/// Merges the children's aggregates into `part`, one child at a time.
+fn gather(comm: &Comm, me: usize, p: usize, part: &mut JobAgg) -> Result<(), String> {
+    for (c, _) in children(me, p) {
+        let (_, bytes) = comm.recv_frame(c)?;
+        if bytes.is_empty() {
+            // The child could not encode: it votes against the log.
+            continue;
+        }
+        part.merge(JobAgg::decode(&bytes).map_err(|e| format!("from rank {c}: {e}"))?);
+    }
+    Ok(())
+}
+
+/// Rank 0: the job's aggregate, with its own time in it (`tool.merge_s`,
+/// from the start of the merge to the last child's part merged), into the
+/// file. Ok(false) when the file cannot be written.
+#[allow(clippy::too_many_arguments)]
 fn root(
     comm: &Comm,
     p: usize,
     dir: &Path,
     info: &RunInfo,
+    mut part: JobAgg,
     rec: &mut Record,
     t0: u64,
     encoded: &mut bool,
 ) -> Result<bool, String> {
+    gather(comm, 0, p, &mut part)?;
+    let merge_s = crate::timer::mono_ns().wrapping_sub(t0) as f64 * 1e-9;
+    rec.tool.merge_s = Some(merge_s);
+    part.set_merge_s(0, merge_s);
+    let payload = encode_or_vote(&part, encoded);
+    if !*encoded {
+        return Ok(false);
+    }
+    let mut ranks: Vec<u32> = part.ranks().map(|(r, _)| r).collect();
+    ranks.sort_unstable();
     let tmp = dir.join(format!(".{LOG_FILE_NAME}.tmp-{}", info.head.pid));
     let header = LogHeader {
-        schema: LOG_SCHEMA.into(),
+        schema: MERGED_LOG_SCHEMA.into(),
         run_id: info.head.run_id.clone(),
         ranks: p as u32,
         writer: format!("mpiover {}", env!("CARGO_PKG_VERSION")),
     };
-    let open = || -> std::io::Result<_> {
+    let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let f = std::fs::File::create(&tmp)?;
-        LogWriter::new(std::io::BufWriter::with_capacity(1 << 20, f), &header)
+        let mut w = LogWriter::new(std::io::BufWriter::with_capacity(1 << 20, f), &header)?;
+        w.merged(&ranks, &payload)?;
+        let f = w.finish()?.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, dir.join(LOG_FILE_NAME))
     };
-    let mut io_error = None;
-    let mut w = open().map_err(|e| io_error = Some(e)).ok();
-    let mut put = |w: &mut Option<LogWriter<_>>, rank: u32, payload: &[u8]| {
-        if let Some(lw) = w.as_mut() {
-            if let Err(e) = lw.frame(rank, payload) {
-                io_error = Some(e);
-                *w = None;
-            }
-        }
-    };
-    let mut failed = None;
-    for (c, n) in children(0, p) {
-        for _ in 0..n {
-            match comm.recv_frame(c) {
-                Ok((rank, payload)) => put(&mut w, rank, &payload),
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
-            }
-        }
-    }
-    rec.tool.merge_s = Some(crate::timer::mono_ns().wrapping_sub(t0) as f64 * 1e-9);
-    let own = encode_or_vote(rec, encoded);
-    put(&mut w, 0, &own);
-    let done = match (w, failed) {
-        (Some(lw), None) => lw
-            .finish()
-            .and_then(|b| b.into_inner().map_err(|e| e.into_error()))
-            .and_then(|f| f.sync_all())
-            .and_then(|()| std::fs::rename(&tmp, dir.join(LOG_FILE_NAME))),
-        (_, Some(e)) => {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
-        (None, None) => Err(io_error.unwrap_or_else(|| std::io::Error::other("no writer"))),
-    };
-    match done {
+    match write() {
         Ok(()) => Ok(true),
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
@@ -263,18 +251,18 @@ fn root(
     }
 }
 
-/// Any other rank: its own frame up, then its children's subtrees, a frame
-/// at a time.
-fn relay(comm: &Comm, me: usize, p: usize, own: &[u8]) -> Result<(), String> {
-    let up = parent(me);
-    comm.send_frame(me as u32, own, up)?;
-    for (c, n) in children(me, p) {
-        for _ in 0..n {
-            let (rank, payload) = comm.recv_frame(c)?;
-            comm.send_frame(rank, &payload, up)?;
-        }
-    }
-    Ok(())
+/// Any other rank: its children's aggregates merged into its own, sent to
+/// its parent (an empty frame when it cannot be encoded).
+fn relay(
+    comm: &Comm,
+    me: usize,
+    p: usize,
+    mut part: JobAgg,
+    encoded: &mut bool,
+) -> Result<(), String> {
+    gather(comm, me, p, &mut part)?;
+    let payload = encode_or_vote(&part, encoded);
+    comm.send_frame(me as u32, &payload, parent(me))
 }
 
 #[cfg(test)]

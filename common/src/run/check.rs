@@ -165,6 +165,12 @@ pub struct Run {
 /// them all. Fine for small runs; the report streams instead.
 pub fn load_run(dir: impl AsRef<Path>) -> Result<Run, RunError> {
     let rd = RunDir::open(dir)?;
+    if let Some(l) = rd.log.as_ref().filter(|l| l.is_merged()) {
+        return Err(RunError::Invalid {
+            path: l.path.clone(),
+            what: "a merged job log holds no record per rank (mpiover report reads it)".into(),
+        });
+    }
     let mut check = RunCheck::new();
     let sources = rd.sources();
     let mut records = Vec::with_capacity(sources.len());

@@ -104,6 +104,8 @@ impl RunDir {
     /// in, so that the check refuses the mix.
     pub fn sources(&self) -> Vec<Source> {
         let mut v: Vec<Source> = match &self.log {
+            // The merged aggregate is read by the report, not as records.
+            Some(l) if l.is_merged() => Vec::new(),
             Some(l) => {
                 // Rank order, as the files sort: rank 0 writes its own frame
                 // last (it holds the merge's time).

@@ -1,6 +1,8 @@
 //! The accumulators records are folded into: per site (totals, a display
 //! histogram, one row per rank), per rank, per waiter/peer pair.
 
+use serde::{Deserialize, Serialize};
+
 use super::*;
 
 /// Log-spaced display bins: 20 per decade from 1 ns to 10^4 s.
@@ -28,7 +30,7 @@ pub(crate) fn dist_index_of_edge(edge: f64) -> usize {
 }
 
 /// One rank's figures at one site.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub(crate) struct RankSite {
     pub(crate) rank: u32,
     pub(crate) calls: u64,
@@ -38,14 +40,14 @@ pub(crate) struct RankSite {
     pub(crate) root: bool,
 }
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(crate) struct PeerAcc {
     pub(crate) overhead: Fx,
     pub(crate) time: Fx,
     pub(crate) calls: u64,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct SiteAcc {
     /// Lowest rank that contributed, and the site as that rank resolved it.
     pub(crate) shown_by: u32,
@@ -74,6 +76,7 @@ pub(crate) struct SiteAcc {
     /// Posts: where their requests were completed (calls).
     pub(crate) completed_at: BTreeMap<String, u64>,
     /// Calls whose tmax was composed, per rule; calls without a tmax, per reason.
+    #[serde(with = "static_rules")]
     pub(crate) composed: BTreeMap<&'static str, u64>,
     pub(crate) missing: BTreeMap<String, u64>,
     /// Completions that waited on requests to or from several peers: whom
@@ -85,7 +88,7 @@ pub(crate) struct SiteAcc {
 
 /// One rank's waiting at a completion site whose requests went to or came
 /// from several peers.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct MultiWait {
     pub(crate) rank: u32,
     pub(crate) overhead: f64,
@@ -179,7 +182,7 @@ impl SiteAcc {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct RankAcc {
     pub(crate) rank: u32,
     pub(crate) host: String,
@@ -208,8 +211,10 @@ pub(crate) struct RankAcc {
     pub(crate) warnings: Vec<String>,
 }
 
-/// What one worker folds its records into.
-#[derive(Debug, Default)]
+/// What one worker folds its records into; also what the ranks of a job
+/// fold theirs into and merge over MPI for a merged job log (`merged`), so
+/// it serializes (MessagePack) without its caches.
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Agg {
     pub(crate) sites: HashMap<SiteKey, SiteAcc>,
     pub(crate) ranks: Vec<RankAcc>,
@@ -222,8 +227,11 @@ pub(crate) struct Agg {
     pub(crate) want_dist: bool,
     /// Display bin of each histogram bucket for the timer unit `bin_unit`
     /// (`u16::MAX`: not computed yet): saves a logarithm per bucket.
+    #[serde(skip)]
     pub(crate) bin_cache: Vec<u16>,
+    #[serde(skip)]
     pub(crate) bin_unit: f64,
+    #[serde(skip)]
     pub(crate) scratch: Vec<(usize, u64)>,
 }
 
@@ -249,5 +257,29 @@ impl Agg {
             *c = dist_bin((lo as f64 + hi as f64) / 2.0 * unit) as u16;
         }
         *c as usize
+    }
+}
+
+/// The composition rules as the catalogue's own strings: by name in a
+/// serialized aggregate, back to the catalogue's `&'static str` when read.
+mod static_rules {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(
+        m: &BTreeMap<&'static str, u64>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        m.serialize(s)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<&'static str, u64>, D::Error> {
+        let m = BTreeMap::<String, u64>::deserialize(d)?;
+        Ok(m.into_iter()
+            .filter_map(|(k, v)| Some((super::composed_rule(Some(&k))?, v)))
+            .collect())
     }
 }

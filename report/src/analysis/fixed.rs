@@ -5,6 +5,20 @@
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Fx(i128);
 
+// Serialized as (high i64, low u64): MessagePack has no 128-bit integers.
+impl serde::Serialize for Fx {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ((self.0 >> 64) as i64, self.0 as u64).serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Fx {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (hi, lo) = <(i64, u64)>::deserialize(d)?;
+        Ok(Fx(((hi as i128) << 64) | lo as i128))
+    }
+}
+
 pub(crate) const FX_SCALE: f64 = 1e15;
 
 impl Fx {

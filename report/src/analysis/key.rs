@@ -1,10 +1,12 @@
 //! A site's identity: where it is (as far as it was resolved), the
 //! enclosing function and the MPI function.
 
+use serde::{Deserialize, Serialize};
+
 use super::*;
 
 /// Where a site is, as far as it was resolved.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub(crate) enum Loc {
     Line(String, u32),
     File(String),
@@ -40,7 +42,7 @@ impl Loc {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub(crate) struct SiteKey {
     pub(crate) loc: Loc,
     pub(crate) function: Option<String>,

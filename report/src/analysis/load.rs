@@ -11,16 +11,29 @@ pub fn analyze_dir(
 ) -> Result<Report, RunError> {
     let rd = RunDir::open(dir)?;
     let sources = rd.sources();
+    let merged = read_merged(&rd, tmax, opts)?;
     // Only needed when neither the option nor a profile given decides: the
     // first record's view (the profile it was recorded with, what the
     // library stated).
-    let first = if opts.eager_limit.is_none() && tmax.and_then(|t| t.rendezvous_bytes()).is_none() {
+    let first = if merged.is_none()
+        && opts.eager_limit.is_none()
+        && tmax.and_then(|t| t.rendezvous_bytes()).is_none()
+    {
         sources.first().and_then(|src| src.read().ok())
     } else {
         None
     };
-    let (rdv, rdv_source, rdv_detail) = rendezvous_of(opts, tmax, first.as_ref());
+    let (merged, infos_merged, (rdv, rdv_source, rdv_detail)) = match merged {
+        Some((agg, infos, rdv)) => (Some(agg), infos, rdv),
+        None => (None, Vec::new(), rendezvous_of(opts, tmax, first.as_ref())),
+    };
     let n = sources.len();
+    if n == 0 && merged.is_none() {
+        return Err(RunError::Empty {
+            path: dir.to_path_buf(),
+            other_files: 0,
+        });
+    }
     let threads = if opts.threads > 0 {
         opts.threads
     } else {
@@ -32,7 +45,7 @@ pub fn analyze_dir(
     let stop = AtomicBool::new(false);
     let errors: Mutex<Vec<(usize, RunError)>> = Mutex::new(Vec::new());
     let infos: Mutex<Vec<(usize, RankInfo)>> = Mutex::new(Vec::with_capacity(n));
-    let mut total = Agg::default();
+    let mut total = merged.unwrap_or_default();
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
@@ -76,6 +89,9 @@ pub fn analyze_dir(
     let mut infos = infos.into_inner().unwrap();
     infos.sort_by_key(|(i, _)| *i);
     let mut check = RunCheck::new();
+    for info in infos_merged {
+        check.add(info)?;
+    }
     for (_, info) in infos {
         check.add(info)?;
     }
@@ -105,4 +121,61 @@ pub fn analyze_records(
         agg.add_record(r, tmax, rdv);
     }
     finish(agg, summary, dir, tmax, opts, (rdv, rdv_source, rdv_detail))
+}
+
+/// The aggregate of a merged job log, its ranks for the run check and the
+/// eager limit it was folded with; None without a merged log.
+#[allow(clippy::type_complexity)]
+fn read_merged(
+    rd: &RunDir,
+    tmax: Option<&dyn TmaxSource>,
+    opts: &Options,
+) -> Result<Option<(Agg, Vec<RankInfo>, (u64, RendezvousSource, String))>, RunError> {
+    let Some(log) = rd.log.as_ref().filter(|l| l.is_merged()) else {
+        return Ok(None);
+    };
+    if tmax.is_some() || opts.eager_limit.is_some() {
+        return Err(RunError::Invalid {
+            path: log.path.clone(),
+            what: "a merged job log was folded in the job with the tmax and the eager limit the \
+                   run had; --profile and --eager-limit need the per-rank records (record with \
+                   MPIOVER_FORMAT=both or per-rank)"
+                .into(),
+        });
+    }
+    let Some(payload) = log.merged_payload() else {
+        return Ok(None);
+    };
+    let (bytes, at) = payload?;
+    let bad = |what: String| RunError::BadLog {
+        path: log.path.clone(),
+        offset: at,
+        what: format!("the merged frame: {what}"),
+    };
+    let ja = JobAgg::decode(&bytes).map_err(bad)?;
+    let mut held: Vec<u32> = ja.ranks().map(|(r, _)| r).collect();
+    held.sort_unstable();
+    let mut rows: Vec<u32> = (0..log.len()).map(|i| log.rank(i)).collect();
+    rows.sort_unstable();
+    if held != rows {
+        return Err(bad(format!(
+            "holds {} ranks, its index {}",
+            held.len(),
+            rows.len()
+        )));
+    }
+    let mut infos: Vec<RankInfo> = ja
+        .ranks()
+        .map(|(rank, finished)| RankInfo {
+            path: log.frame_path(rank),
+            run_id: log.header.run_id.clone(),
+            rank,
+            ranks: log.header.ranks,
+            finished: finished.to_string(),
+            from_log: true,
+        })
+        .collect();
+    infos.sort_by_key(|i| i.rank);
+    let (agg, rdv) = ja.into_parts();
+    Ok(Some((agg, infos, rdv)))
 }

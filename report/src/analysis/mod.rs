@@ -41,6 +41,7 @@ mod fold;
 mod key;
 mod late;
 mod load;
+mod merged;
 mod per_rank;
 mod rendezvous;
 mod rules;
@@ -58,6 +59,7 @@ use rendezvous::*;
 
 pub(crate) use acc::{dist_index_of_edge, DIST_BINS};
 pub use load::{analyze_dir, analyze_records};
+pub use merged::JobAgg;
 pub use rules::entry_wait_state;
 use rules::*;
 

@@ -1,0 +1,154 @@
+//! The merged job log: the report's own aggregate, folded by every rank from
+//! its record at `MPI_Finalize` and merged over MPI up a tree, so that the
+//! job writes what the report would compute from its records, and the report
+//! reads one aggregate instead of every rank's record.
+//!
+//! A rank folds its record exactly as [`analyze_dir`] folds it when no profile
+//! is given: with the tmax and the online overhead the record carries, and
+//! the eager limit of the profile the run used (else what the library states,
+//! else the default). [`Agg::merge`] is the operation the report's workers
+//! use to combine their parts, and its sums are exact and independent of the
+//! order, so the report on a merged log equals the report on the per-rank
+//! records of the same run. What it cannot do is apply another profile or
+//! eager limit: per-rank histograms are not kept (that is what makes the
+//! log small), so `--profile` and `--eager-limit` need the per-rank records
+//! (`MPIOVER_FORMAT=both` keeps both).
+//!
+//! Memory: a rank holds the aggregate of its subtree, whose per-rank rows
+//! (one per rank and site, and per waiter and peer) grow with the subtree,
+//! so only the ranks near the root of the tree hold rows of many ranks.
+
+use serde::{Deserialize, Serialize};
+
+use super::*;
+
+/// The aggregate of some ranks of one job.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct JobAgg {
+    agg: Agg,
+    /// The eager limit the folding used, as the lowest rank saw it (the
+    /// report on per-rank records asks the first record).
+    rendezvous: (u32, u64, RendezvousSource, String),
+}
+
+impl JobAgg {
+    /// One rank's record, folded as `mpiover report` folds it without a
+    /// profile given.
+    pub fn of_record(rec: &Record) -> JobAgg {
+        let rdv = rendezvous_of(&Options::default(), None, Some(rec));
+        let mut agg = Agg::new(true);
+        agg.add_record(rec, None, rdv.0);
+        JobAgg {
+            agg,
+            rendezvous: (rec.rank, rdv.0, rdv.1, rdv.2),
+        }
+    }
+
+    /// Adds another part of the job (ranks of another subtree).
+    pub fn merge(&mut self, o: JobAgg) {
+        if o.rendezvous.0 < self.rendezvous.0 {
+            self.rendezvous = o.rendezvous.clone();
+        }
+        self.agg.merge(o.agg);
+    }
+
+    /// The ranks it holds, with how each record was finished.
+    pub fn ranks(&self) -> impl Iterator<Item = (u32, &str)> {
+        self.agg.ranks.iter().map(|r| (r.rank, r.finished.as_str()))
+    }
+
+    /// States a rank's time merging the job log (the report's tool cost).
+    pub fn set_merge_s(&mut self, rank: u32, s: f64) {
+        if let Some(r) = self.agg.ranks.iter_mut().find(|r| r.rank == rank) {
+            r.merge_s = Some(s);
+        }
+    }
+
+    /// MessagePack (named fields, as the record frames), compressed with zstd.
+    pub fn encode(&self) -> Result<Vec<u8>, String> {
+        let packed = rmp_serde::to_vec_named(self).map_err(|e| format!("MessagePack: {e}"))?;
+        zstd::bulk::compress(&packed, 3).map_err(|e| format!("zstd: {e}"))
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<JobAgg, String> {
+        let packed = zstd::stream::decode_all(bytes).map_err(|e| format!("not zstd ({e})"))?;
+        let mut a: JobAgg =
+            rmp_serde::from_slice(&packed).map_err(|e| format!("not a merged aggregate ({e})"))?;
+        a.agg.want_dist = true;
+        Ok(a)
+    }
+
+    pub(crate) fn into_parts(self) -> (Agg, (u64, RendezvousSource, String)) {
+        let (_, b, s, d) = self.rendezvous;
+        (self.agg, (b, s, d))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth;
+
+    fn summary_of(records: &[Record]) -> RunSummary {
+        let mut c = RunCheck::new();
+        for r in records {
+            c.add(RankInfo::of(Path::new("x"), r)).unwrap();
+        }
+        c.finish().unwrap()
+    }
+
+    /// Records of several ranks folded in the job, each part through its
+    /// encoding, merged up a tree in another order than the ranks': the
+    /// report equals the report on the records themselves.
+    #[test]
+    fn a_merged_aggregate_reports_like_its_records() {
+        for online in [true, false] {
+            let mut records = synth::fixture_run(online);
+            let n = records.len() as u32;
+            let extra: Vec<Record> = (0..5)
+                .map(|i| {
+                    let mut r = synth::scale_record(n + i, n + 5, 12, 7 + u64::from(i));
+                    r.run_id = records[0].run_id.clone();
+                    r
+                })
+                .collect();
+            records.extend(extra);
+            for r in &mut records {
+                r.ranks = n + 5;
+            }
+            let opts = Options::default();
+            let direct = analyze_records("run", &records, summary_of(&records), None, &opts);
+            let mut parts: Vec<JobAgg> = records
+                .iter()
+                .rev()
+                .map(|r| JobAgg::decode(&JobAgg::of_record(r).encode().unwrap()).unwrap())
+                .collect();
+            while parts.len() > 1 {
+                let b = parts.pop().unwrap();
+                let mut a = parts.pop().unwrap();
+                a.merge(JobAgg::decode(&b.encode().unwrap()).unwrap());
+                parts.insert(0, a);
+            }
+            let (agg, rdv) = parts.pop().unwrap().into_parts();
+            let merged =
+                super::super::assemble::finish(agg, summary_of(&records), "run", None, &opts, rdv);
+            assert_eq!(
+                serde_json::to_value(&merged).unwrap(),
+                serde_json::to_value(&direct).unwrap(),
+                "online {online}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_damaged_aggregate_is_an_error_not_a_panic() {
+        let rec = synth::scale_record(0, 1, 5, 1);
+        let good = JobAgg::of_record(&rec).encode().unwrap();
+        for i in (0..good.len()).step_by(5) {
+            let mut b = good.clone();
+            b[i] ^= 0xa5;
+            let _ = JobAgg::decode(&b);
+        }
+        assert!(JobAgg::decode(&good[..good.len() / 2]).is_err());
+    }
+}
