@@ -113,7 +113,7 @@ pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &mut Record) -> bool {
     // empty frame) and votes against the log below: every rank then writes
     // its own file.
     let mut encoded = true;
-    let part = JobAgg::of_record(rec);
+    let part = JobAgg::of_record_in_job(rec, crate::profile_hook::rendezvous_bytes());
     let mut dup: MPI_Comm = consts::comm_null();
     // SAFETY: MPI is initialized and not finalized (we are inside the
     // MPI_Finalize wrapper, before PMPI_Finalize); `dup` is written once.

@@ -49,6 +49,11 @@ pub fn usage() -> Option<ProfileUse> {
 }
 
 /// Whether overhead is being computed.
+/// The eager limit the loaded profile measured, if any.
+pub fn rendezvous_bytes() -> Option<u64> {
+    PROFILE.get()?.protocol.as_ref()?.rendezvous_bytes()
+}
+
 pub fn active() -> bool {
     PROFILE.get().is_some()
 }

@@ -85,8 +85,9 @@ fn run() -> Result<(), String> {
     })
 }
 
-/// The same records as one job log (`job.mpiover-log`), frames encoded in
-/// parallel and written in rank order.
+/// The same records as one merged job log (`job.mpiover-log`,
+/// `mpiover-log/2`): each record folded as the ranks fold theirs at
+/// `MPI_Finalize`, the parts merged (in parallel here, up a tree in a job).
 fn write_log(
     dir: &std::path::Path,
     ranks: u32,
@@ -94,42 +95,52 @@ fn write_log(
     seed: u64,
     threads: u32,
 ) -> Result<(), String> {
-    use mpiover_common::joblog::{encode_record, LogHeader, LogWriter, LOG_FILE_NAME, LOG_SCHEMA};
-    let mut frames: Vec<(u32, Vec<u8>)> = std::thread::scope(|s| {
+    use mpiover_common::joblog::{LogHeader, LogWriter, LOG_FILE_NAME, MERGED_LOG_SCHEMA};
+    use mpiover_report::analysis::JobAgg;
+    let parts: Vec<Option<JobAgg>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|t| {
                 s.spawn(move || {
-                    let mut v = Vec::new();
+                    let mut part: Option<JobAgg> = None;
                     let mut r = t;
                     while r < ranks {
-                        v.push((
-                            r,
-                            encode_record(&synth::scale_record(r, ranks, sites, seed))
-                                .expect("a generated record encodes"),
-                        ));
+                        let one = JobAgg::of_record(&synth::scale_record(r, ranks, sites, seed));
+                        match part.as_mut() {
+                            Some(p) => p.merge(one),
+                            None => part = Some(one),
+                        }
                         r += threads;
                     }
-                    v
+                    part
                 })
             })
             .collect();
-        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    frames.sort_by_key(|f| f.0);
+    let mut job = parts
+        .into_iter()
+        .flatten()
+        .reduce(|mut a, b| {
+            a.merge(b);
+            a
+        })
+        .ok_or("no ranks")?;
+    job.set_merge_s(0, 0.0);
+    let payload = job.encode()?;
+    let mut held: Vec<u32> = job.ranks().map(|(r, _)| r).collect();
+    held.sort_unstable();
     let run_id = synth::scale_record(0, ranks, 1, seed).run_id;
     let path = dir.join(LOG_FILE_NAME);
     let io = |e: std::io::Error| format!("{}: {e}", path.display());
     let f = std::fs::File::create(&path).map_err(io)?;
     let header = LogHeader {
-        schema: LOG_SCHEMA.into(),
+        schema: MERGED_LOG_SCHEMA.into(),
         run_id,
         ranks,
         writer: "gen_records".into(),
     };
     let mut w = LogWriter::new(std::io::BufWriter::new(f), &header).map_err(io)?;
-    for (r, b) in &frames {
-        w.frame(*r, b).map_err(io)?;
-    }
+    w.merged(&held, &payload).map_err(io)?;
     w.finish().map_err(io)?;
     Ok(())
 }

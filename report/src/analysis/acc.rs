@@ -68,7 +68,9 @@ pub(crate) struct SiteAcc {
     pub(crate) basis: Option<Basis>,
     /// Overhead per wait state (`None`: overhead that indicates no wait state).
     pub(crate) states: BTreeMap<Option<WaitState>, Fx>,
+    #[serde(with = "packed::map")]
     pub(crate) peers: HashMap<u32, PeerAcc>,
+    #[serde(with = "packed::vec")]
     pub(crate) per_rank: Vec<RankSite>,
     pub(crate) dist: Vec<u64>,
     pub(crate) completes: BTreeSet<String>,
@@ -219,6 +221,7 @@ pub(crate) struct Agg {
     pub(crate) sites: HashMap<SiteKey, SiteAcc>,
     pub(crate) ranks: Vec<RankAcc>,
     /// (waiter, peer) -> overhead, time, calls.
+    #[serde(with = "packed::map")]
     pub(crate) wait: HashMap<(u32, u32), PeerAcc>,
     pub(crate) lookups: Lookups,
     pub(crate) folded_keys: u64,

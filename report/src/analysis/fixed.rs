@@ -28,6 +28,12 @@ impl Fx {
     pub(crate) fn merge(&mut self, o: Fx) {
         self.0 += o.0;
     }
+    pub(crate) fn bits(self) -> i128 {
+        self.0
+    }
+    pub(crate) fn from_bits(b: i128) -> Fx {
+        Fx(b)
+    }
     pub(crate) fn get(self) -> f64 {
         self.0 as f64 / FX_SCALE
     }

@@ -35,7 +35,27 @@ impl JobAgg {
     /// One rank's record, folded as `mpiover report` folds it without a
     /// profile given.
     pub fn of_record(rec: &Record) -> JobAgg {
-        let rdv = rendezvous_of(&Options::default(), None, Some(rec));
+        JobAgg::fold(rec, rendezvous_of(&Options::default(), None, Some(rec)))
+    }
+
+    /// [`JobAgg::of_record`] in the job, where the profile is loaded
+    /// already: `profile_limit` is its measured eager limit (the report loads
+    /// the profile the record names to ask the same), so that no rank reads
+    /// the profile again at `MPI_Finalize`.
+    pub fn of_record_in_job(rec: &Record, profile_limit: Option<u64>) -> JobAgg {
+        let recorded = profile_limit.filter(|_| rec.profile.is_some());
+        JobAgg::fold(
+            rec,
+            rendezvous(
+                &Options::default(),
+                None,
+                recorded,
+                rec.eager_limit.as_ref(),
+            ),
+        )
+    }
+
+    fn fold(rec: &Record, rdv: (u64, RendezvousSource, String)) -> JobAgg {
         let mut agg = Agg::new(true);
         agg.add_record(rec, None, rdv.0);
         JobAgg {
@@ -71,9 +91,10 @@ impl JobAgg {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<JobAgg, String> {
-        let packed = zstd::stream::decode_all(bytes).map_err(|e| format!("not zstd ({e})"))?;
-        let mut a: JobAgg =
-            rmp_serde::from_slice(&packed).map_err(|e| format!("not a merged aggregate ({e})"))?;
+        // Streamed: the decompressed bytes are never all in memory.
+        let z = zstd::stream::read::Decoder::new(bytes).map_err(|e| format!("zstd: {e}"))?;
+        let mut a: JobAgg = rmp_serde::from_read(std::io::BufReader::with_capacity(1 << 20, z))
+            .map_err(|e| format!("not a merged aggregate ({e})"))?;
         a.agg.want_dist = true;
         Ok(a)
     }

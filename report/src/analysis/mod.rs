@@ -42,6 +42,7 @@ mod key;
 mod late;
 mod load;
 mod merged;
+mod packed;
 mod per_rank;
 mod rendezvous;
 mod rules;
