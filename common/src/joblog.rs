@@ -146,6 +146,29 @@ enum Backing {
     Bytes(Vec<u8>),
 }
 
+/// A part of a file, read with `pread` (the file is shared by threads).
+struct RangeReader<'a> {
+    file: &'a std::fs::File,
+    at: u64,
+    end: u64,
+}
+
+impl std::io::Read for RangeReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let want = buf.len().min(self.end.saturating_sub(self.at) as usize);
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.file.read_at(&mut buf[..want], self.at)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
 impl Backing {
     fn len(&self) -> usize {
         match self {
@@ -330,21 +353,25 @@ impl JobLog {
         self.merged
     }
 
-    /// The merged log's payload, still compressed, with the byte offset of
-    /// its frame for messages; None for a log of records or without ranks.
-    pub fn merged_payload(&self) -> Option<Result<(Vec<u8>, u64), RunError>> {
+    /// The merged log's payload, still compressed, as a reader of the file
+    /// (it is the size of the log: it is not read into memory), with the
+    /// byte offset of its frame for messages; None for a log of records or
+    /// without ranks.
+    pub fn merged_payload(&self) -> Option<(Box<dyn std::io::Read + '_>, u64)> {
         let &(_, off, len) = self.frames.first().filter(|_| self.merged)?;
         let at = (off - FRAME_HEAD) as u64;
-        Some(
-            self.data
-                .get(off, len)
-                .map(|b| (b, at))
-                .ok_or(RunError::BadLog {
-                    path: self.path.clone(),
-                    offset: at,
-                    what: "the merged frame cannot be read".into(),
-                }),
-        )
+        let r: Box<dyn std::io::Read + '_> = match &self.data {
+            Backing::Bytes(b) => Box::new(&b[off..off + len]),
+            Backing::File(f, _) => Box::new(std::io::BufReader::with_capacity(
+                1 << 20,
+                RangeReader {
+                    file: f,
+                    at: off as u64,
+                    end: (off + len) as u64,
+                },
+            )),
+        };
+        Some((r, at))
     }
 
     pub fn len(&self) -> usize {

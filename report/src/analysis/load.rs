@@ -146,13 +146,13 @@ fn read_merged(
     let Some(payload) = log.merged_payload() else {
         return Ok(None);
     };
-    let (bytes, at) = payload?;
+    let (reader, at) = payload;
     let bad = |what: String| RunError::BadLog {
         path: log.path.clone(),
         offset: at,
         what: format!("the merged frame: {what}"),
     };
-    let ja = JobAgg::decode(&bytes).map_err(bad)?;
+    let ja = JobAgg::read(reader).map_err(bad)?;
     let mut held: Vec<u32> = ja.ranks().map(|(r, _)| r).collect();
     held.sort_unstable();
     let mut rows: Vec<u32> = (0..log.len()).map(|i| log.rank(i)).collect();

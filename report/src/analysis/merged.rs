@@ -91,8 +91,13 @@ impl JobAgg {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<JobAgg, String> {
-        // Streamed: the decompressed bytes are never all in memory.
-        let z = zstd::stream::read::Decoder::new(bytes).map_err(|e| format!("zstd: {e}"))?;
+        JobAgg::read(bytes)
+    }
+
+    /// [`JobAgg::decode`] from a reader: neither the compressed nor the
+    /// decompressed bytes are ever all in memory.
+    pub fn read(r: impl std::io::Read) -> Result<JobAgg, String> {
+        let z = zstd::stream::read::Decoder::new(r).map_err(|e| format!("zstd: {e}"))?;
         let mut a: JobAgg = rmp_serde::from_read(std::io::BufReader::with_capacity(1 << 20, z))
             .map_err(|e| format!("not a merged aggregate ({e})"))?;
         a.agg.want_dist = true;

@@ -106,7 +106,7 @@ impl<'de, T: Row> Visitor<'de> for Rows<T> {
         write!(f, "a byte string of {}-byte rows", T::SIZE)
     }
     fn visit_bytes<E: Error>(self, b: &[u8]) -> Result<Vec<T>, E> {
-        if b.len() % T::SIZE != 0 {
+        if !b.len().is_multiple_of(T::SIZE) {
             return Err(E::custom(format!(
                 "{} bytes are not whole {}-byte rows",
                 b.len(),

@@ -1,9 +1,10 @@
 //! The job log (`MPIOVER_FORMAT=log`): every rank's record merged over MPI
 //! at `MPI_Finalize` into one file, written by rank 0.
 //!
-//! - 32 ranks (oversubscribed): one `job.mpiover-log` and no per-rank file;
-//!   with `both`, the report on the log alone equals the report on the
-//!   per-rank records alone, byte for byte but the run directory.
+//! - 32 ranks (oversubscribed): one merged `job.mpiover-log` and no
+//!   per-rank file; with `both`, the report on the log alone equals the
+//!   report on the per-rank records alone, byte for byte but the run
+//!   directory; `--eager-limit` on the merged log is refused (exit 2).
 //! - A rank that dies of SIGTERM (2 ranks): every other rank's record still reaches
 //!   the report (the job never reaches the merge, so each writes its own),
 //!   the killed rank flagged.
@@ -63,6 +64,20 @@ fn joblog_of_32_ranks_is_one_file_and_reports_like_the_per_rank_records() {
     assert_eq!(code, Some(0), "{err}");
     let rep: Value = serde_json::from_str(&json).expect("report JSON");
     assert_eq!(rep["run"]["ranks_present"], NP, "{err}");
+    // The merged log keeps no per-rank histogram: another eager limit (or
+    // profile) cannot be applied to it, and the report says so.
+    let o = Command::new(mpiover_bin())
+        .args(["report", "--eager-limit", "1000"])
+        .arg(&run)
+        .env_remove("LD_PRELOAD")
+        .output()
+        .expect("runs mpiover report");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("job.mpiover-log") && e.contains("MPIOVER_FORMAT=both"),
+        "{e}"
+    );
     // The merge's own cost is part of the tool's cost.
     let merge = rep["methods"]["tool"]["log_merge_s"].as_f64();
     assert!(
