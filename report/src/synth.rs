@@ -145,6 +145,7 @@ pub fn empty_record(run_id: &str, rank: u32, ranks: u32, host: &str) -> Record {
             calls: 0,
             depth: 1,
             max_keys: 4096,
+            python: None,
         },
         profile: None,
         sites: Vec::new(),
@@ -170,6 +171,8 @@ pub fn site(id: u32, file: &str, line: u32, function: &str) -> Site {
         line: Some(line),
         inlined_into: Vec::new(),
         note: None,
+        native: None,
+        language: None,
     }
 }
 
@@ -287,6 +290,8 @@ pub fn fixture_run(online: bool) -> Vec<Record> {
                     line: None,
                     inlined_into: Vec::new(),
                     note: None,
+                    native: None,
+                    language: None,
                 },
                 site(5, "/home/user/halo/halo.c", 55, "exchange"),
                 Site {
@@ -301,6 +306,8 @@ pub fn fixture_run(online: bool) -> Vec<Record> {
                     line: None,
                     inlined_into: Vec::new(),
                     note: None,
+                    native: None,
+                    language: None,
                 },
             ];
             let left = ((r + ranks - 1) % ranks) as i32;

@@ -58,6 +58,7 @@ pub(crate) mod tests {
                 calls: 10,
                 depth: 1,
                 max_keys: 4096,
+                python: None,
             },
             profile: None,
             sites: vec![Site {
@@ -72,6 +73,8 @@ pub(crate) mod tests {
                 line: Some(3),
                 inlined_into: vec![],
                 note: None,
+                native: None,
+                language: None,
             }],
             functions: vec![],
             entries: vec![Entry {

@@ -255,6 +255,8 @@ impl Agg {
             overhead: rank_overhead,
             calls: rec.tool.calls,
             cost_per_call: rec.tool.cost_per_call_s,
+            py_cost: rec.tool.python.as_ref().map(|p| p.cost_per_call_s),
+            py_calls: rec.tool.python.as_ref().map_or(0, |p| p.calls),
             finished: rec.finished.clone(),
             command: rec.command.clone(),
             mpi_library: rec.mpi_library.clone(),
