@@ -408,6 +408,8 @@ const CODE_SLOTS: usize = 256;
 const SITE_SLOTS: usize = 512;
 /// Frames looked at, at most, per call.
 const MAX_FRAMES: usize = 1024;
+/// Attempts at the table's lock before a call falls back.
+const LOCK_TRIES: usize = 100_000;
 
 #[derive(Clone, Copy)]
 struct CodeSlot {
@@ -523,8 +525,18 @@ impl Cache {
 #[inline(never)]
 unsafe fn resolve(it: &Interp, ra: usize, code: usize, off: u32, fp: u64) -> Result<usize, Fail> {
     let sites = SITES.get().ok_or(Fail::Off)?;
-    let mut reg = REG.lock().map_err(|_| Fail::Full)?;
-    let reg = reg.as_mut().ok_or(Fail::Off)?;
+    // Never blocks for long: a lock held by a thread that is gone (a fork
+    // of a thread inside this function) costs a fallback, not a deadlock.
+    let mut guard = None;
+    for _ in 0..LOCK_TRIES {
+        if let Ok(g) = REG.try_lock() {
+            guard = Some(g);
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let mut guard = guard.ok_or(Fail::Full)?;
+    let reg = guard.as_mut().ok_or(Fail::Off)?;
     let key = (ra, code, off, fp);
     if let Some(&id) = reg.ids.get(&key) {
         return Ok(id);
