@@ -37,7 +37,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # mode -> preload? and extra environment
 run_mode() {
-    local mode=$1 out=$2 run=$tmp/run-$mode-$3
+    local mode=$1 out=$2
+    local run=$tmp/run-$mode-$3
     local env=()
     case $mode in
         none) ;;
