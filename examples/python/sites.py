@@ -8,6 +8,10 @@ message holds the injected delay; the two others wait for nothing. The
 sending rank reports on stderr what it actually slept:
 "sites.py: rank 1 injected 200.4 ms".
 
+The final broadcast goes through mpi4py's own Python module
+mpi4py.util.pkl5, whose frames are skipped: its site is the line that
+called it.
+
 With "threads" as third argument, each rank also runs a second Python
 thread that does the same exchange on a duplicate communicator: its sites
 are the same lines (MPI_THREAD_MULTIPLE, which mpi4py asks for).
@@ -19,6 +23,7 @@ import threading
 import time
 
 from mpi4py import MPI
+from mpi4py.util import pkl5
 
 
 def recv_late(comm, buf, src):
@@ -101,6 +106,9 @@ def main():
     if rank % 2 == 1:
         sys.stderr.write(f"sites.py: rank {rank} injected {slept * 1e3:.3f} ms\n")
     total = comm.allreduce(total, op=MPI.SUM)
+    # Through mpi4py's own Python code (mpi4py/util/pkl5.py): its frames are
+    # skipped, the site is this line.
+    total = pkl5.Intracomm(comm).bcast(total, root=0)  # MPIOVER-EXPECT: py-pkl5
     if rank == 0:
         print(f"sites.py: ranks {size} iterations {iters} delay_ms {delay_ms} checksum {total}")
 

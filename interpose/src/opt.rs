@@ -14,7 +14,7 @@
 //! | `MPIOVER_QUIET` | set: no warnings on stderr | unset |
 //! | `MPIOVER_FORMAT` | `per-rank` (a JSON record per rank), `log` (one job log merged at `MPI_Finalize`), `both` | `per-rank` |
 //! | `MPIOVER_PY_SITES` | `off`: MPI calls made from Python through mpi4py stay at the nearest native frame | `on` |
-//! | `MPIOVER_DEBUG` | set: record-write timings on stderr; `slow-write`: a test pause between the quick and the resolved write | unset |
+//! | `MPIOVER_DEBUG` | set: record-write timings on stderr; `slow-write`: a test pause between the quick and the resolved write; `py-unsupported`: the CPython is taken for one without Python sites (a test of the fallback) | unset |
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -44,6 +44,9 @@ pub struct Opts {
     pub quiet: bool,
     pub debug: bool,
     pub slow_write: bool,
+    /// `MPIOVER_DEBUG=py-unsupported`: the interpreter is taken for an
+    /// unsupported one (tests of the fallback).
+    pub py_unsupported: bool,
     pub format: Format,
     /// Python sites (`MPIOVER_PY_SITES`, on unless `off`).
     pub py_sites: bool,
@@ -62,6 +65,7 @@ impl Default for Opts {
             quiet: false,
             debug: false,
             slow_write: false,
+            py_unsupported: false,
             format: Format::PerRank,
             py_sites: true,
             problems: Vec::new(),
@@ -140,6 +144,7 @@ impl Opts {
         if let Some(d) = var("MPIOVER_DEBUG") {
             o.debug = true;
             o.slow_write = d.to_string_lossy().contains("slow-write");
+            o.py_unsupported = d.to_string_lossy().contains("py-unsupported");
         }
         o
     }

@@ -183,11 +183,11 @@ fn fallback_warning(why: &str) -> String {
 /// mpi4py is loaded but the interpreter is not one the tool can read.
 pub fn init(
     objs: &[crate::sites::Obj],
-    enabled: bool,
-    max_sites: u32,
+    opts: &crate::opt::Opts,
     warnings: &mut Vec<String>,
     print: bool,
 ) {
+    let (enabled, max_sites) = (opts.py_sites, opts.max_keys);
     let mods = mpi4py_modules(objs);
     if mods.is_empty() || !enabled {
         return;
@@ -213,7 +213,12 @@ pub fn init(
         warn(format!("unknown interpreter version {text:?}"));
         return;
     };
-    let Some(layout) = layout::for_version(major, minor) else {
+    let layout = if opts.py_unsupported {
+        None
+    } else {
+        layout::for_version(major, minor)
+    };
+    let Some(layout) = layout else {
         warn(format!(
             "CPython {full} is not supported (3.11 is: its frame layout is the one verified)"
         ));
@@ -429,8 +434,8 @@ struct SiteSlot {
 
 /// A thread's caches (allocated at its first call from Python).
 pub struct Cache {
-    codes: Box<[CodeSlot; CODE_SLOTS]>,
-    sites: Box<[SiteSlot; SITE_SLOTS]>,
+    codes: Box<[CodeSlot]>,
+    sites: Box<[SiteSlot]>,
     /// Calls made from Python that fell back to the native site because
     /// the interpreter's state did not look right or the table was full.
     pub fallbacks: u64,
@@ -439,22 +444,27 @@ pub struct Cache {
 impl Cache {
     fn new() -> Cache {
         Cache {
-            codes: Box::new(
-                [CodeSlot {
+            // On the heap directly (a thread's stack may be small).
+            codes: vec![
+                CodeSlot {
                     code: 0,
                     fp: 0,
                     skip: false,
-                }; CODE_SLOTS],
-            ),
-            sites: Box::new(
-                [SiteSlot {
+                };
+                CODE_SLOTS
+            ]
+            .into_boxed_slice(),
+            sites: vec![
+                SiteSlot {
                     ra: 0,
                     code: 0,
                     off: 0,
                     fp: 0,
                     id: 0,
-                }; SITE_SLOTS],
-            ),
+                };
+                SITE_SLOTS
+            ]
+            .into_boxed_slice(),
             fallbacks: 0,
         }
     }

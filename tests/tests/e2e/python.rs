@@ -247,6 +247,16 @@ fn python_sites_name_the_late_line_and_the_clean_ones() {
     }
     let r0 = &recs[0];
     let line = marker_any("python/sites.py", "py-recv-late");
+    // A call made through mpi4py's own Python code (mpi4py.util.pkl5) is at
+    // the line that called it.
+    let pkl5 = marker_any("python/sites.py", "py-pkl5");
+    assert!(
+        r0.sites
+            .iter()
+            .any(|s| site_is(s, "sites.py", pkl5) && s.function.as_deref() == Some("main")),
+        "no site at the pkl5 line {pkl5}\n{}",
+        dump_sites(r0)
+    );
     let late = entries_at(r0, "MPI_Recv", "sites.py", line);
     assert_eq!(
         late.iter().map(|e| e.count).sum::<u64>(),
@@ -330,4 +340,40 @@ fn python_sites_off_leave_the_nearest_native_frame() {
             );
         }
     }
+}
+
+#[test]
+fn an_unsupported_interpreter_falls_back_with_one_warning() {
+    // The interpreter taken for one the tool cannot read (as 3.12 would be).
+    let (out, run) = sites_run(
+        "py_sites_unsupported",
+        &[],
+        &[("MPIOVER_DEBUG", "py-unsupported")],
+    );
+    let recs = read_records(&run).unwrap_or_else(|e| panic!("{e}\n{}", out.dump()));
+    for r in &recs {
+        assert!(r.tool.python.is_none(), "rank {}", r.rank);
+        let w: Vec<&String> = r
+            .warnings
+            .iter()
+            .filter(|w| w.starts_with("python:"))
+            .collect();
+        assert_eq!(w.len(), 1, "rank {}: {:?}", r.rank, r.warnings);
+        assert!(w[0].contains("not supported"), "{w:?}");
+        for s in &r.sites {
+            assert!(
+                s.note
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("python: nearest native frame")),
+                "{s:?}"
+            );
+        }
+    }
+    // Once on stderr (rank 0), not once per call.
+    assert_eq!(
+        out.stderr.matches("is not supported").count(),
+        1,
+        "{}",
+        out.dump()
+    );
 }
