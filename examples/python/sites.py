@@ -8,6 +8,10 @@ message holds the injected delay; the two others wait for nothing. The
 sending rank reports on stderr what it actually slept:
 "sites.py: rank 1 injected 200.4 ms".
 
+An MPI_Reduce_scatter without receive counts makes mpi4py call
+MPI_Allgather with the GIL held (every other call here is made with the
+GIL released): both are sited at its line.
+
 The final broadcast goes through mpi4py's own Python module
 mpi4py.util.pkl5, whose frames are skipped: its site is the line that
 called it.
@@ -106,6 +110,10 @@ def main():
     if rank % 2 == 1:
         sys.stderr.write(f"sites.py: rank {rank} injected {slept * 1e3:.3f} ms\n")
     total = comm.allreduce(total, op=MPI.SUM)
+    # Reduce_scatter without receive counts: mpi4py gathers them with an
+    # MPI_Allgather made while it holds the GIL (the Reduce_scatter itself
+    # releases it); both are sited at this line.
+    comm.Reduce_scatter([bytearray(4 * size), MPI.INT], [bytearray(4), MPI.INT], op=MPI.SUM)  # MPIOVER-EXPECT: py-gil-held
     # Through mpi4py's own Python code (mpi4py/util/pkl5.py): its frames are
     # skipped, the site is this line.
     total = pkl5.Intracomm(comm).bcast(total, root=0)  # MPIOVER-EXPECT: py-pkl5

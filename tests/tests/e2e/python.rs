@@ -247,6 +247,24 @@ fn python_sites_name_the_late_line_and_the_clean_ones() {
     }
     let r0 = &recs[0];
     let line = marker_any("python/sites.py", "py-recv-late");
+    // An MPI call mpi4py makes with the GIL held (the MPI_Allgather of a
+    // Reduce_scatter without counts) is at its Python line too, as is the
+    // one it makes without.
+    let held = marker_any("python/sites.py", "py-gil-held");
+    for r in &recs {
+        for f in ["MPI_Allgather", "MPI_Reduce_scatter"] {
+            assert_eq!(
+                entries_at(r, f, "sites.py", held)
+                    .iter()
+                    .map(|e| e.count)
+                    .sum::<u64>(),
+                1,
+                "rank {}: {f} at line {held}\n{}",
+                r.rank,
+                dump_sites(r)
+            );
+        }
+    }
     // A call made through mpi4py's own Python code (mpi4py.util.pkl5) is at
     // the line that called it.
     let pkl5 = marker_any("python/sites.py", "py-pkl5");
