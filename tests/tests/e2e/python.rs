@@ -114,13 +114,7 @@ fn mpi4py_program_runs_unchanged_and_its_calls_are_seen() {
         );
     }
     // The report names the line.
-    let rep = Command::new(mpiover_bin())
-        .arg("report")
-        .arg(&run)
-        .output()
-        .expect("running mpiover report");
-    let text = String::from_utf8_lossy(&rep.stdout);
-    assert!(rep.status.success(), "{text}");
+    let text = report_text(&run);
     assert!(
         text.contains(&format!("late_sender.py:{line}")),
         "the report names the Python line:\n{text}"
@@ -129,21 +123,25 @@ fn mpi4py_program_runs_unchanged_and_its_calls_are_seen() {
 
 /// `mpiover report RUN --format json` (no profile: sites ranked by time).
 fn report_of(run: &Path, context: &Outcome) -> serde_json::Value {
-    let o = Command::new(mpiover_bin())
+    report_json_of(run, None, context)
+}
+
+/// `mpiover report RUN` as text.
+fn report_text(run: &Path) -> String {
+    let rep = Command::new(mpiover_bin())
         .arg("report")
         .arg(run)
-        .args(["--format", "json"])
-        .env_remove("LD_PRELOAD")
         .output()
         .expect("running mpiover report");
-    assert!(
-        o.status.success(),
-        "mpiover report failed:\n{}\n{}",
-        String::from_utf8_lossy(&o.stderr),
-        context.dump()
-    );
-    serde_json::from_slice(&o.stdout).expect("report JSON")
+    let text = String::from_utf8_lossy(&rep.stdout).into_owned();
+    assert!(rep.status.success(), "{text}");
+    text
 }
+
+/// The lines of `examples/python/sites.py` at depth 1: the receives (the
+/// late one first), the sends.
+const RECV_LINES: [&str; 3] = ["py-recv-late", "py-recv-a", "py-recv-b"];
+const SEND_LINES: [&str; 3] = ["py-send-late", "py-send-a", "py-send-b"];
 
 /// `examples/python/sites.py` on two ranks with the preload; `extra` goes
 /// to the program, `env` to the ranks.
@@ -286,20 +284,9 @@ fn python_sites_name_the_late_line_and_the_clean_ones() {
         .iter()
         .all(|e| site(r0, e.site).and_then(|s| s.function.as_deref()) == Some("recv_late")));
     let report = report_of(&run, &out);
-    check_sites(
-        &report,
-        &out,
-        ["py-recv-late", "py-recv-a", "py-recv-b"],
-        ["py-send-late", "py-send-a", "py-send-b"],
-        1,
-    );
+    check_sites(&report, &out, RECV_LINES, SEND_LINES, 1);
     // The report states what Python sites cost.
-    let text = Command::new(mpiover_bin())
-        .arg("report")
-        .arg(&run)
-        .output()
-        .expect("running mpiover report");
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = report_text(&run);
     assert!(
         text.contains("Python sites"),
         "the tool cost names the Python sites' cost:\n{text}"
@@ -333,13 +320,7 @@ fn python_sites_of_threads_are_their_lines() {
         assert_eq!(py.fallbacks, 0, "rank {}: {py:?}", r.rank);
     }
     let report = report_of(&run, &out);
-    check_sites(
-        &report,
-        &out,
-        ["py-recv-late", "py-recv-a", "py-recv-b"],
-        ["py-send-late", "py-send-a", "py-send-b"],
-        2,
-    );
+    check_sites(&report, &out, RECV_LINES, SEND_LINES, 2);
 }
 
 #[test]
