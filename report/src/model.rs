@@ -223,6 +223,15 @@ pub struct SiteReport {
     /// the nearest native frame, or that the site could not be symbolized.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// `python` for a Python site (an MPI call made from CPython through
+    /// mpi4py: `file`, `line`, `function` are the Python code's); absent
+    /// for native sites.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// A Python site's native frame (mpi4py's extension module), `function
+    /// (file:line)`; `module` and `offset` are that frame's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native: Option<String>,
     pub calls: u64,
     pub time_s: f64,
     /// Bytes moved, summed over calls and ranks.

@@ -285,6 +285,11 @@ fn python_sites_name_the_late_line_and_the_clean_ones() {
         .all(|e| site(r0, e.site).and_then(|s| s.function.as_deref()) == Some("recv_late")));
     let report = report_of(&run, &out);
     check_sites(&report, &out, RECV_LINES, SEND_LINES, 1);
+    // The report's sites say they are Python's and name the native frame.
+    for s in sites(&report) {
+        assert_eq!(s["language"], "python", "{s}");
+        assert!(s["native"].as_str().is_some(), "{s}");
+    }
     // The report states what Python sites cost.
     let text = report_text(&run);
     assert!(
