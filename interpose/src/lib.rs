@@ -17,7 +17,7 @@
 //! - [`opt`]: every `MPIOVER_*` variable, parsed once into one typed struct.
 //!
 //! Environment: see [`opt`] (`MPIOVER_OUT`, `MPIOVER_DEPTH`,
-//! `MPIOVER_MAX_KEYS`, `MPIOVER_TIMER`, `MPIOVER_PROFILE`, `MPIOVER_QUIET`,
+//! `MPIOVER_MAX_KEYS`, `MPIOVER_TIMER`, `MPIOVER_PROFILE`, `MPIOVER_QUIET`, `MPIOVER_PY_SITES`,
 //! `MPIOVER_DEBUG`).
 
 #![deny(unsafe_op_in_unsafe_fn)]
