@@ -212,7 +212,7 @@ fn check_sites(
 }
 
 #[test]
-fn python_sites_name_the_late_line_and_the_clean_ones() {
+fn python_sites_name_the_late_line_and_each_quick_line() {
     let (out, run) = sites_run("py_sites", &[], &[]);
     let recs = read_records(&run).unwrap_or_else(|e| panic!("{e}\n{}", out.dump()));
     assert_eq!(recs.len(), 2, "{}", out.dump());
