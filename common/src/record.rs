@@ -95,12 +95,33 @@ pub struct Tool {
     pub depth: u32,
     /// Cap on distinct keys per thread.
     pub max_keys: u32,
-    /// Rank 0 only, with the job log: its time (seconds) merging the job's
-    /// records at `MPI_Finalize`, from the start of the merge to the last
-    /// frame received (the other ranks' frames are sent before their time
-    /// is known). Absent otherwise.
+    /// Rank 0 only, in its own file of a run also written as a job log
+    /// (`MPIOVER_FORMAT=both`): its time (seconds) merging the job log at
+    /// `MPI_Finalize`, from the start of the merge to the last child's
+    /// aggregate merged. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge_s: Option<f64>,
+    /// Python sites (the process ran CPython with mpi4py and the tool
+    /// attributed its MPI calls to Python lines); absent otherwise and in
+    /// older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<PythonSites>,
+}
+
+/// What Python sites cost and covered on one rank.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PythonSites {
+    /// The interpreter, e.g. `CPython 3.11.7`.
+    pub interpreter: String,
+    /// Measured time the Python site adds to one call made from Python
+    /// (seconds), on top of `cost_per_call_s`, measured at `MPI_Init`.
+    pub cost_per_call_s: f64,
+    /// Calls of this rank attributed to a Python line.
+    pub calls: u64,
+    /// Calls made from Python whose Python line could not be read (they are
+    /// at the nearest native frame).
+    #[serde(default)]
+    pub fallbacks: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,6 +162,15 @@ pub struct Site {
     /// Language frame note, e.g. "python: nearest native frame".
     #[serde(default)]
     pub note: Option<String>,
+    /// A Python site (`file`, `line`, `function` are the Python code's; `address`,
+    /// `module`, `build_id` and `offset` the native frame's): the native frame
+    /// that made the MPI call, `function (file:line)` in mpi4py's extension
+    /// module, when resolved. Absent for native sites and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native: Option<String>,
+    /// `python` for a site in Python code; absent for native sites.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

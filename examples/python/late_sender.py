@@ -3,8 +3,8 @@ before every Send, the even rank already waits in Recv, so the receiver's
 Recv holds the whole injected delay. The sending rank reports on stderr what
 it actually slept: "late_sender.py: rank 1 injected 200.4 ms".
 
-The profiler sees the MPI calls mpi4py makes; their sites are the nearest
-native frame (mpi4py's extension module), which the record notes.
+The profiler sees the MPI calls mpi4py makes and attributes them to the
+Python lines that made them (the Recv line holds the delay).
 
 usage: mpirun -np 2 python3 late_sender.py [iterations=10] [delay_ms=20]
 """

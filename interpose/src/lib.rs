@@ -12,11 +12,12 @@
 //! - [`init`]: options, run directory, timer, cost measurement, signals.
 //! - [`write`]: the per-rank record (`mpiover-record/1`), written once.
 //! - [`sites`]: call-site resolution (file:line, module, build-id, offset).
+//! - [`py`]: Python sites (the Python line of an MPI call made through mpi4py).
 //!
 //! - [`opt`]: every `MPIOVER_*` variable, parsed once into one typed struct.
 //!
 //! Environment: see [`opt`] (`MPIOVER_OUT`, `MPIOVER_DEPTH`,
-//! `MPIOVER_MAX_KEYS`, `MPIOVER_TIMER`, `MPIOVER_PROFILE`, `MPIOVER_QUIET`,
+//! `MPIOVER_MAX_KEYS`, `MPIOVER_TIMER`, `MPIOVER_PROFILE`, `MPIOVER_QUIET`, `MPIOVER_PY_SITES`,
 //! `MPIOVER_DEBUG`).
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -32,6 +33,7 @@ pub mod names {
     include!(concat!(env!("OUT_DIR"), "/names.rs"));
 }
 pub mod profile_hook;
+pub mod py;
 #[macro_use]
 pub mod rt;
 pub mod merge;

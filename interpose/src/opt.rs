@@ -13,7 +13,8 @@
 //! | `MPIOVER_PROFILE` | calibrated profile: online overhead | none |
 //! | `MPIOVER_QUIET` | set: no warnings on stderr | unset |
 //! | `MPIOVER_FORMAT` | `per-rank` (a JSON record per rank), `log` (one job log merged at `MPI_Finalize`), `both` | `per-rank` |
-//! | `MPIOVER_DEBUG` | set: record-write timings on stderr; `slow-write`: a test pause between the quick and the resolved write | unset |
+//! | `MPIOVER_PY_SITES` | `off`: MPI calls made from Python through mpi4py stay at the nearest native frame | `on` |
+//! | `MPIOVER_DEBUG` | set: record-write timings on stderr; `slow-write`: a test pause between the quick and the resolved write; `py-unsupported`: the CPython is taken for one without Python sites (a test of the fallback) | unset |
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -43,7 +44,12 @@ pub struct Opts {
     pub quiet: bool,
     pub debug: bool,
     pub slow_write: bool,
+    /// `MPIOVER_DEBUG=py-unsupported`: the interpreter is taken for an
+    /// unsupported one (tests of the fallback).
+    pub py_unsupported: bool,
     pub format: Format,
+    /// Python sites (`MPIOVER_PY_SITES`, on unless `off`).
+    pub py_sites: bool,
     /// What was wrong with the variables, in words (reported by the caller).
     pub problems: Vec<String>,
 }
@@ -59,7 +65,9 @@ impl Default for Opts {
             quiet: false,
             debug: false,
             slow_write: false,
+            py_unsupported: false,
             format: Format::PerRank,
+            py_sites: true,
             problems: Vec::new(),
         }
     }
@@ -125,9 +133,18 @@ impl Opts {
                 v.unwrap_or("(not UTF-8)")
             )),
         }
+        match var("MPIOVER_PY_SITES").as_deref().map(|v| v.to_str()) {
+            None | Some(Some("" | "on" | "1")) => {}
+            Some(Some("off" | "0")) => o.py_sites = false,
+            Some(v) => o.problems.push(format!(
+                "MPIOVER_PY_SITES={:?} is not on or off; using on",
+                v.unwrap_or("(not UTF-8)")
+            )),
+        }
         if let Some(d) = var("MPIOVER_DEBUG") {
             o.debug = true;
             o.slow_write = d.to_string_lossy().contains("slow-write");
+            o.py_unsupported = d.to_string_lossy().contains("py-unsupported");
         }
         o
     }
@@ -174,5 +191,9 @@ mod tests {
         assert!(o.problems[0].contains("MPIOVER_MAX_KEYS"));
         assert!(o.problems[1].contains("MPIOVER_TIMER"));
         assert_eq!(parse(&[("MPIOVER_TIMER", "clock")]).timer, Some(false));
+        assert!(parse(&[]).py_sites);
+        assert!(!parse(&[("MPIOVER_PY_SITES", "off")]).py_sites);
+        let bad = parse(&[("MPIOVER_PY_SITES", "maybe")]);
+        assert!(bad.py_sites && bad.problems[0].contains("MPIOVER_PY_SITES"));
     }
 }

@@ -144,6 +144,9 @@ pub fn init_self_range() {
 /// bias (no symbols: cheap, no file is read). `note` says why it is not
 /// resolved further, if it stays like this.
 pub fn locate(id: u32, ra: usize, objs: &[Obj]) -> Site {
+    if crate::py::is_tag(ra) {
+        return locate_python(id, ra, objs);
+    }
     let mut site = Site {
         id,
         address: format!("{ra:#x}"),
@@ -156,6 +159,8 @@ pub fn locate(id: u32, ra: usize, objs: &[Obj]) -> Site {
         line: None,
         inlined_into: Vec::new(),
         note: None,
+        native: None,
+        language: None,
     };
     if ra == 0 {
         site.note = Some("folded keys (MPIOVER_MAX_KEYS reached) or unknown caller".into());
@@ -169,6 +174,22 @@ pub fn locate(id: u32, ra: usize, objs: &[Obj]) -> Site {
         site.build_id = o.build_id.clone();
         site.offset = Some(format!("{:#x}", ra.wrapping_sub(o.bias)));
     }
+    site
+}
+
+/// A Python site: the Python file, line and function, and the native
+/// frame's address, module and offset.
+fn locate_python(id: u32, ra: usize, objs: &[Obj]) -> Site {
+    let Some(p) = crate::py::lookup(ra) else {
+        let mut site = locate(id, 0, objs);
+        site.note = Some("python: site not found".into());
+        return site;
+    };
+    let mut site = locate(id, p.native_ra, objs);
+    site.file = Some(p.file.clone());
+    site.line = p.line;
+    site.function = Some(p.function.clone());
+    site.language = Some("python".into());
     site
 }
 
@@ -191,6 +212,17 @@ fn is_python(module: &str) -> bool {
 /// its note says so.
 pub fn symbolize(site: &mut Site, ra: usize) {
     if ra == 0 {
+        return;
+    }
+    if let Some(p) = crate::py::lookup(ra) {
+        // The native frame, as secondary information.
+        let mut native = site.clone();
+        native.note = None;
+        symbolize(&mut native, p.native_ra);
+        site.native = native.function.map(|f| match (native.file, native.line) {
+            (Some(file), Some(line)) => format!("{f} ({file}:{line})"),
+            _ => f,
+        });
         return;
     }
     if site.module.as_deref().is_some_and(is_python) {

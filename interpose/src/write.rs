@@ -113,6 +113,7 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
     let mut merged: HashMap<Key, Merged> = HashMap::new();
     let mut folded = Folded::default();
     let (mut dropped, mut unmatched) = (0u64, 0u64);
+    let (mut py_calls, mut py_fallbacks) = (0u64, 0u64);
     // Recording is off (`write_record`); after this barrier no other thread
     // starts an update, and the ones inside one are waited for (`rt::quiesce`).
     let barrier = rt::barrier_all_threads();
@@ -146,6 +147,8 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
         let (d, u) = ts.request_counts();
         dropped += d;
         unmatched += u;
+        py_calls += ts.py_calls;
+        py_fallbacks += ts.py.as_ref().map_or(0, |c| c.fallbacks);
         folded.calls += ts.table.folded_calls;
         folded.keys += ts.table.folded_keys();
         for a in &ts.table.entries {
@@ -276,6 +279,15 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
             depth: info.depth,
             max_keys: info.max_keys,
             merge_s: None,
+            python: info
+                .python
+                .as_ref()
+                .map(|(name, cost)| record::PythonSites {
+                    interpreter: name.clone(),
+                    cost_per_call_s: *cost,
+                    calls: py_calls,
+                    fallbacks: py_fallbacks,
+                }),
         },
         profile: crate::profile_hook::usage(),
         sites,
@@ -284,6 +296,14 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
         folded,
         warnings: {
             let mut w = request_warnings(&info.warnings, dropped, unmatched);
+            if py_fallbacks > 0 {
+                w.push(
+                    "python: some MPI calls made from Python are at the nearest native frame \
+                     (the interpreter's frames did not read as expected, or the table of Python \
+                     sites was full)"
+                        .into(),
+                );
+            }
             if left_out > 0 {
                 w.push(
                     "a thread was still recording when the record was written: its calls are not \
@@ -416,7 +436,7 @@ fn write_now(finished: &str, when: When) {
     if info.depth == 1 && matches!(when, When::Normal | When::Merge) {
         let objs = crate::sites::objects();
         for (s, &ra) in rec.sites.iter_mut().zip(addrs.iter()) {
-            if s.note.is_some() {
+            if s.note.is_some() || crate::py::is_tag(ra) {
                 continue;
             }
             if let Some(f) = crate::tail_call::through(&objs, ra) {

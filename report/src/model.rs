@@ -223,6 +223,15 @@ pub struct SiteReport {
     /// the nearest native frame, or that the site could not be symbolized.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// `python` for a Python site (an MPI call made from CPython through
+    /// mpi4py: `file`, `line`, `function` are the Python code's); absent
+    /// for native sites.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// A Python site's native frame (mpi4py's extension module), `function
+    /// (file:line)`; `module` and `offset` are that frame's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native: Option<String>,
     pub calls: u64,
     pub time_s: f64,
     /// Bytes moved, summed over calls and ranks.
@@ -418,13 +427,25 @@ pub struct Lookups {
     pub missing_calls: u64,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolCost {
     /// Median over ranks of the measured cost per wrapped call.
     pub cost_per_call_s: f64,
+    /// Python sites: median over ranks of what the Python site adds to a
+    /// call made from Python (absent when no rank had Python sites).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python_cost_per_call_s: Option<f64>,
+    /// Calls attributed to Python lines, over all ranks.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub python_calls: u64,
     /// Wrapped calls over all ranks.
     pub calls: u64,
-    /// Sum over ranks of cost per call x calls.
+    /// Sum over ranks of cost per call x calls (and of the Python site's
+    /// cost x calls from Python).
     pub time_s: f64,
     /// That time as a share of the application time.
     pub share_of_app: f64,

@@ -146,6 +146,7 @@ pub fn empty_record(run_id: &str, rank: u32, ranks: u32, host: &str) -> Record {
             depth: 1,
             max_keys: 4096,
             merge_s: None,
+            python: None,
         },
         profile: None,
         sites: Vec::new(),
@@ -171,6 +172,8 @@ pub fn site(id: u32, file: &str, line: u32, function: &str) -> Site {
         line: Some(line),
         inlined_into: Vec::new(),
         note: None,
+        native: None,
+        language: None,
     }
 }
 
@@ -288,6 +291,8 @@ pub fn fixture_run(online: bool) -> Vec<Record> {
                     line: None,
                     inlined_into: Vec::new(),
                     note: None,
+                    native: None,
+                    language: None,
                 },
                 site(5, "/home/user/halo/halo.c", 55, "exchange"),
                 Site {
@@ -302,6 +307,8 @@ pub fn fixture_run(online: bool) -> Vec<Record> {
                     line: None,
                     inlined_into: Vec::new(),
                     note: None,
+                    native: None,
+                    language: None,
                 },
             ];
             let left = ((r + ranks - 1) % ranks) as i32;

@@ -59,6 +59,7 @@ pub(crate) mod tests {
                 depth: 1,
                 max_keys: 4096,
                 merge_s: None,
+                python: None,
             },
             profile: None,
             sites: vec![Site {
@@ -73,6 +74,8 @@ pub(crate) mod tests {
                 line: Some(3),
                 inlined_into: vec![],
                 note: None,
+                native: None,
+                language: None,
             }],
             functions: vec![],
             entries: vec![Entry {

@@ -36,6 +36,9 @@ pub struct RunInfo {
     pub timer_resolution_s: f64,
     pub timer_cost_s: f64,
     pub cost_per_call_s: f64,
+    /// Python sites: the interpreter and the added cost per call from
+    /// Python, when they are on.
+    pub python: Option<(String, f64)>,
     pub depth: u32,
     pub max_keys: u32,
     pub warnings: Vec<String>,
@@ -128,6 +131,7 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
     rt::init_world(rank, size);
     rt::register_barrier();
     crate::sites::init_self_range();
+    crate::py::init(&crate::sites::objects(), opts, &mut warnings, print);
     crate::fort::init_sentinels();
     timer::init(opts.timer);
     let command = command_line();
@@ -213,6 +217,7 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
         timer_resolution_s: res,
         timer_cost_s: cost,
         cost_per_call_s: 0.0,
+        python: None,
         depth: opts.depth,
         max_keys: opts.max_keys,
         warnings,
@@ -222,7 +227,22 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
     // The tool's own cost, with recording on, then forgotten.
     rt::STATE.fetch_or(rt::ENABLED, SeqCst);
     let cost_per_call_s = measure_cost(info.timer_cost_s);
+    let mut info = info;
     let ts = rt::this_thread_state();
+    if crate::py::ON.load(Relaxed) && !ts.is_null() {
+        // SAFETY: this thread's own state, not in use right now.
+        let cache = unsafe { &mut (*ts).py };
+        match crate::py::measure_cost(cache, opts.depth) {
+            Ok(cost) => {
+                info.python = crate::py::interpreter().map(|n| (n, cost.unwrap_or(0.0)));
+            }
+            Err(_) => crate::py::disable(
+                &mut info.warnings,
+                print,
+                "the interpreter's frames did not read as expected at start-up",
+            ),
+        }
+    }
     if !ts.is_null() {
         // SAFETY: this thread's own state, not in use right now.
         unsafe { (*ts).reset() };

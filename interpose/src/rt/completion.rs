@@ -25,6 +25,8 @@ impl Guard {
         if req == 0 || req == consts::request_null().bits() {
             return;
         }
+        // The call's event found the site just before (memoized).
+        let site = self.site(ra);
         let ts = self.ts();
         if ev.proc_null && !persistent {
             if !ts.null_reqs.contains(&req) {
@@ -44,7 +46,7 @@ impl Guard {
             // `MPI_MESSAGE_NO_PROC`): not a request of its own.
             return;
         }
-        let ra = site_of(ra);
+        let ra = site;
         // The posting call's own event was recorded just before.
         let agg = ts.last_event;
         ts.reqs.insert(ReqInfo {
@@ -90,6 +92,7 @@ impl Guard {
     /// until completed. A request to or from `MPI_PROC_NULL` is started but
     /// not merged into the event.
     pub fn start(&mut self, ev: &mut Ev, req: usize, ra: usize) {
+        let site = self.site(ra);
         let m = &mut self.ts().reqs;
         if let Some(i) = m.find(req) {
             if let Some(s) = m.slots.get_mut(i) {
@@ -97,7 +100,7 @@ impl Guard {
                 // completions name this start as the posting site.
                 let mut init = *s;
                 init.ra = init.init_ra;
-                s.ra = site_of(ra);
+                s.ra = site;
                 s.active = true;
                 s.cancel = false;
                 if !init.proc_null {

@@ -23,6 +23,9 @@ thread_local! {
 pub struct Guard {
     pub(crate) ts: NonNull<ThreadState>,
     pub(crate) busy: *const Cell<bool>,
+    /// The call's site once found, for the return address it was found
+    /// for (a post finds it twice: its event and its request).
+    pub(crate) memo: (usize, usize),
 }
 
 impl Drop for Guard {
@@ -60,6 +63,7 @@ pub fn enter() -> Option<Guard> {
         let g = Guard {
             ts,
             busy: &t.busy as *const Cell<bool>,
+            memo: (0, 0),
         };
         // SAFETY: as above.
         unsafe {

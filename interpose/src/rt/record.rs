@@ -17,7 +17,7 @@ impl Guard {
     /// Records an event under its key.
     #[inline(always)]
     pub fn event(&mut self, ra: usize, ev: &Ev, dt: u64) {
-        let ra = site_of(ra);
+        let ra = self.site(ra);
         let ts = self.ts();
         ts.updating.store(true, Relaxed);
         // With the writer's barrier, either the writer sees `updating` set
@@ -30,6 +30,9 @@ impl Guard {
         if let Some(f) = ts.funcs.get_mut(ev.call_fid as usize) {
             f[0] += 1;
             f[1] = f[1].wrapping_add(dt);
+        }
+        if crate::py::is_tag(ra) {
+            ts.py_calls += 1;
         }
         let (completes, post_ra) = match ev.completes {
             MIXED_FN => (NONE_FN, 0),

@@ -48,6 +48,36 @@ pub fn site_of(ra: usize) -> usize {
     }
 }
 
+impl Guard {
+    /// The call site of this call, whose wrapper's return address is `ra`:
+    /// a Python line when the call came from Python through mpi4py (and
+    /// Python sites are on), else [`site_of`]. Found once per call.
+    #[inline(always)]
+    pub fn site(&mut self, ra: usize) -> usize {
+        if self.memo.0 == ra && self.memo.1 != 0 {
+            return self.memo.1;
+        }
+        let s = if crate::py::ON.load(Relaxed) {
+            self.python_site(ra)
+        } else {
+            site_of(ra)
+        };
+        self.memo = (ra, s);
+        s
+    }
+
+    #[inline(never)]
+    fn python_site(&mut self, ra: usize) -> usize {
+        if crate::py::in_mpi4py(ra) {
+            let depth = DEPTH.load(Relaxed);
+            if let Ok(s) = crate::py::site(&mut self.ts().py, ra, depth) {
+                return s;
+            }
+        }
+        site_of(ra)
+    }
+}
+
 /// The `n`-th frame outside libmpiover and the Fortran binding libraries
 /// (1 = the direct caller of MPI).
 #[inline(never)]

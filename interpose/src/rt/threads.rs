@@ -41,6 +41,10 @@ pub struct ThreadState {
     /// and completed indices converted to C's (from 0).
     pub(crate) fstatuses: Vec<crate::fort::Fint>,
     pub(crate) findices: Vec<core::ffi::c_int>,
+    /// Python sites: this thread's caches (from its first call from Python).
+    pub py: Option<Box<crate::py::Cache>>,
+    /// Events attributed to a Python line.
+    pub py_calls: u64,
 }
 
 impl ThreadState {
@@ -65,6 +69,8 @@ impl ThreadState {
             statuses: Vec::new(),
             fstatuses: Vec::new(),
             findices: Vec::new(),
+            py: None,
+            py_calls: 0,
         });
         let p = Box::into_raw(ts);
         let mut head = THREADS.load(Acquire);
@@ -94,6 +100,10 @@ impl ThreadState {
         self.table.clear();
         self.reqs.dropped = 0;
         self.unmatched = 0;
+        self.py_calls = 0;
+        if let Some(c) = self.py.as_mut() {
+            c.fallbacks = 0;
+        }
     }
 
     /// (posts not remembered because the map was full, completions of

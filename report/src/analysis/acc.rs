@@ -199,6 +199,9 @@ pub(crate) struct RankAcc {
     pub(crate) cost_per_call: f64,
     /// Rank 0's time merging the job log, when the run wrote one.
     pub(crate) merge_s: Option<f64>,
+    /// Python sites: added cost per call from Python, and such calls.
+    pub(crate) py_cost: Option<f64>,
+    pub(crate) py_calls: u64,
     pub(crate) finished: String,
     pub(crate) command: Vec<String>,
     pub(crate) mpi_library: String,
@@ -211,6 +214,14 @@ pub(crate) struct RankAcc {
     pub(crate) depth: u32,
     pub(crate) profile: Option<(String, bool, Option<f64>, Option<String>)>,
     pub(crate) warnings: Vec<String>,
+}
+
+impl RankAcc {
+    /// The tool's own time on this rank: the wrapper's cost per call, plus
+    /// the Python site's on the calls made from Python.
+    pub(crate) fn tool_time(&self) -> f64 {
+        self.cost_per_call * self.calls as f64 + self.py_cost.unwrap_or(0.0) * self.py_calls as f64
+    }
 }
 
 /// What one worker folds its records into; also what the ranks of a job

@@ -256,6 +256,8 @@ impl Agg {
             calls: rec.tool.calls,
             cost_per_call: rec.tool.cost_per_call_s,
             merge_s: rec.tool.merge_s.filter(|s| s.is_finite() && *s >= 0.0),
+            py_cost: rec.tool.python.as_ref().map(|p| p.cost_per_call_s),
+            py_calls: rec.tool.python.as_ref().map_or(0, |p| p.calls),
             finished: rec.finished.clone(),
             command: rec.command.clone(),
             mpi_library: rec.mpi_library.clone(),

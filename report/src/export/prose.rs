@@ -100,8 +100,16 @@ pub fn timer(t: &TimerInfo) -> String {
 /// The profiler's own cost, in one sentence.
 pub fn tool_cost(t: &ToolCost) -> String {
     use crate::units::{count, pct, secs};
+    let python = match t.python_cost_per_call_s {
+        Some(c) => format!(
+            ", Python sites {} more per call x {} calls from Python",
+            secs(c),
+            count(t.python_calls)
+        ),
+        None => String::new(),
+    };
     let mut s = format!(
-        "{} per call x {} calls = {} ({} of application time)",
+        "{} per call x {} calls{python} = {} ({} of application time)",
         secs(t.cost_per_call_s),
         count(t.calls),
         secs(t.time_s),

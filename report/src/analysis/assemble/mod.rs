@@ -88,7 +88,9 @@ pub(crate) fn finish(
         .collect();
     let mut costs: Vec<f64> = ranks.iter().map(|r| r.cost_per_call).collect();
     costs.sort_by(f64::total_cmp);
-    let tool_time = sum(&|r| r.cost_per_call * r.calls as f64);
+    let tool_time = sum(&|r| r.tool_time());
+    let mut py_costs: Vec<f64> = ranks.iter().filter_map(|r| r.py_cost).collect();
+    py_costs.sort_by(f64::total_cmp);
     let tool_calls: u64 = ranks.iter().map(|r| r.calls).sum();
     let hint = (!overhead_known).then(|| {
         "no profile gave tmax, so sites are ranked by time (as mpiP does) and overhead is unknown: \
@@ -142,7 +144,7 @@ pub(crate) fn finish(
                 event_time_s: r.event_time,
                 overhead_s: r.overhead,
                 calls: r.calls,
-                tool_time_s: r.cost_per_call * r.calls as f64,
+                tool_time_s: r.tool_time(),
                 finished: r.finished.clone(),
             })
             .collect(),
@@ -164,6 +166,8 @@ pub(crate) fn finish(
             lookups,
             tool: ToolCost {
                 cost_per_call_s: median_sorted(&costs),
+                python_cost_per_call_s: (!py_costs.is_empty()).then(|| median_sorted(&py_costs)),
+                python_calls: ranks.iter().map(|r| r.py_calls).sum(),
                 calls: tool_calls,
                 time_s: tool_time,
                 share_of_app: if app_time > 0.0 { tool_time / app_time } else { 0.0 },

@@ -118,6 +118,8 @@ pub(crate) fn build_site(
             .map(|f| demangle_inlined(f))
             .collect(),
         note: acc.site.note.clone(),
+        language: acc.site.language.clone(),
+        native: acc.site.native.clone(),
         calls: acc.calls,
         time_s: time,
         bytes: acc.bytes.min(u64::MAX as u128) as u64,

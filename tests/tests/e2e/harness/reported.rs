@@ -273,18 +273,25 @@ pub fn run_locked(mut c: Command, job: String, dir: &Path) -> Outcome {
 
 /// `mpiover report DIR --profile P --format json`, parsed.
 pub fn report_json(run: &Path, profile: &Path, context: &Outcome) -> Value {
-    let o = Command::new(mpiover_bin())
-        .arg("report")
-        .arg(run)
-        .arg("--profile")
-        .arg(profile)
+    report_json_of(run, Some(profile), context)
+}
+
+/// `mpiover report DIR [--profile P] --format json`, parsed (without a
+/// profile the sites are ranked by time).
+pub fn report_json_of(run: &Path, profile: Option<&Path>, context: &Outcome) -> Value {
+    let mut c = Command::new(mpiover_bin());
+    c.arg("report").arg(run);
+    if let Some(p) = profile {
+        c.arg("--profile").arg(p);
+    }
+    let o = c
         .args(["--format", "json"])
         .env_remove("LD_PRELOAD")
         .output()
         .expect("running mpiover report");
     assert!(
         o.status.success(),
-        "mpiover report --profile failed ({}):\n{}\n{}",
+        "mpiover report failed ({}):\n{}\n{}",
         o.status,
         String::from_utf8_lossy(&o.stderr),
         context.dump()

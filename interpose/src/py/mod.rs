@@ -1,0 +1,740 @@
+//! Python sites: an MPI call made from CPython through mpi4py is attributed
+//! to the innermost frame of the Python code that made it (file, line,
+//! function), chosen by `MPIOVER_DEPTH` as native callers are (1: the line
+//! that called the mpi4py method; 2: its caller), frames of mpi4py's own
+//! Python modules skipped. The native frame (mpi4py's extension module) is
+//! kept in the site as secondary information.
+//!
+//! How, without the GIL (mpi4py releases it around blocking calls) and
+//! without calling into Python:
+//!
+//! - At `MPI_Init*` ([`init`]): the process is CPython when the interpreter's
+//!   symbols resolve (`Py_GetVersion`, `PyGILState_GetThisThreadState`, the
+//!   type objects); its minor version selects a [`layout::Layout`] (3.11
+//!   only); mpi4py's extension modules (`mpi4py/MPI.*.so`) give the address
+//!   ranges whose MPI calls are Python's. Anything else: Python sites stay
+//!   off and the calls are at the nearest native frame, with one warning.
+//! - Per call whose return address lies in mpi4py ([`site`]): the calling
+//!   thread's `PyThreadState` (thread-specific storage, valid with the GIL
+//!   released), its current `_PyInterpreterFrame` and the frames below it.
+//!   This thread is inside MPI, so no other thread pushes or pops these
+//!   frames, and each frame holds a strong reference to its code object: the
+//!   memory read is alive and stable. Every code object read is checked to
+//!   be one (`ob_type == &PyCode_Type`), every instruction pointer to lie in
+//!   its code; a failed check gives the native site for that call.
+//! - The hot key is (return address, code object, instruction offset) with a
+//!   fingerprint of the code object (the addresses of its file name,
+//!   qualified name and line table, and its first line), so that a code
+//!   object freed and another allocated at its address is not mistaken for
+//!   it. A per-thread direct-mapped cache maps the key to a site id; a miss
+//!   resolves file, line and function once (the strings and the location
+//!   table are read in place: immutable objects held by the live frame) into
+//!   a process-wide, bounded table of sites.
+//! - The site id goes into the key's `ra` with bit 63 set ([`PY_TAG`]); the
+//!   writer gives such a site the Python file, line and function and the
+//!   native frame's module, offset and symbol ([`lookup`]).
+
+pub mod layout;
+pub mod linetable;
+
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::os::raw::c_char;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::{Mutex, OnceLock};
+
+use layout::Layout;
+
+/// Bit of a key's `ra` that marks a Python site id (user-space addresses
+/// never have it).
+pub const PY_TAG: usize = 1 << 63;
+
+/// Whether a key's `ra` is a Python site.
+#[inline(always)]
+pub fn is_tag(ra: usize) -> bool {
+    ra & PY_TAG != 0
+}
+
+/// Python sites are on (set once at `MPI_Init*`): the only thing a process
+/// that is not Python pays is loading this flag once per call.
+pub static ON: AtomicBool = AtomicBool::new(false);
+
+/// Address ranges of mpi4py's extension modules.
+const MAX_RANGES: usize = 4;
+static RANGES: [(AtomicUsize, AtomicUsize); MAX_RANGES] =
+    [const { (AtomicUsize::new(0), AtomicUsize::new(0)) }; MAX_RANGES];
+
+/// Whether a return address lies in mpi4py's extension module.
+#[inline(always)]
+pub fn in_mpi4py(ra: usize) -> bool {
+    RANGES
+        .iter()
+        .any(|(l, h)| ra >= l.load(Relaxed) && ra < h.load(Relaxed))
+}
+
+/// The interpreter, as found at `MPI_Init*`.
+struct Interp {
+    layout: &'static Layout,
+    /// `PyGILState_GetThisThreadState`.
+    tstate: unsafe extern "C" fn() -> usize,
+    code_type: usize,
+    str_type: usize,
+    bytes_type: usize,
+    /// `CPython 3.11.7`.
+    name: String,
+    /// mpi4py's package directories, each ending in `/`: code whose file is
+    /// below one is mpi4py's own and skipped.
+    dirs: Vec<String>,
+}
+
+static INTERP: OnceLock<Interp> = OnceLock::new();
+
+/// One resolved Python site.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PySite {
+    /// The native return address (in mpi4py's extension module).
+    pub native_ra: usize,
+    pub file: String,
+    pub line: Option<u32>,
+    pub function: String,
+}
+
+/// Resolved sites by id: written once each, read without a lock (the record
+/// may be written from a signal handler on a thread that holds `REG`).
+static SITES: OnceLock<Box<[OnceLock<PySite>]>> = OnceLock::new();
+
+/// Hot key with fingerprint -> tagged site id; the next free id.
+struct Reg {
+    ids: HashMap<(usize, usize, u32, u64), usize>,
+    next: usize,
+}
+
+static REG: Mutex<Option<Reg>> = Mutex::new(None);
+
+/// Why a call got no Python site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fail {
+    /// Python sites are off.
+    Off,
+    /// The thread runs no Python code (no thread state, no frame).
+    NoFrame,
+    /// The interpreter's state did not look as expected.
+    Unreadable,
+    /// The table of sites is full.
+    Full,
+}
+
+// ---------------------------------------------------------------------------
+// Start-up
+// ---------------------------------------------------------------------------
+
+fn dlsym(name: &CStr) -> usize {
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only looks
+    // the name up.
+    unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as usize }
+}
+
+/// mpi4py's extension modules among the loaded objects: `MPI.*.so` in a
+/// directory named `mpi4py`; (range, package directory with a final `/`).
+fn mpi4py_modules(objs: &[crate::sites::Obj]) -> Vec<((usize, usize), String)> {
+    let mut v = Vec::new();
+    for o in objs {
+        let p = std::path::Path::new(&o.path);
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let parent = p.parent();
+        let in_pkg = parent
+            .and_then(|d| d.file_name())
+            .is_some_and(|d| d == "mpi4py");
+        if !(in_pkg && name.starts_with("MPI.") && name.ends_with(".so")) {
+            continue;
+        }
+        let lo = o.ranges.iter().map(|r| r.0).min().unwrap_or(0);
+        let hi = o.ranges.iter().map(|r| r.1).max().unwrap_or(0);
+        if let Some(d) = parent {
+            v.push(((lo, hi), format!("{}/", d.display())));
+        }
+    }
+    v
+}
+
+/// `3.11.7 (main, ...)` -> (3, 11, "3.11.7").
+pub fn parse_version(v: &str) -> Option<(u32, u32, String)> {
+    let num = v.split_whitespace().next()?;
+    let mut it = num.split('.');
+    let major = it.next()?.parse().ok()?;
+    let minor: String = it
+        .next()?
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    Some((major, minor.parse().ok()?, num.to_string()))
+}
+
+/// The sentence a process gets once when Python sites cannot be had.
+fn fallback_warning(why: &str) -> String {
+    format!(
+        "python: {why}; MPI calls made from Python are attributed to the nearest native frame \
+         (mpi4py's extension module), not to Python lines"
+    )
+}
+
+/// Finds CPython and mpi4py (at `MPI_Init*`, after the tool's own ranges):
+/// switches Python sites on, or leaves them off with one warning when
+/// mpi4py is loaded but the interpreter is not one the tool can read.
+pub fn init(
+    objs: &[crate::sites::Obj],
+    opts: &crate::opt::Opts,
+    warnings: &mut Vec<String>,
+    print: bool,
+) {
+    let (enabled, max_sites) = (opts.py_sites, opts.max_keys);
+    let mods = mpi4py_modules(objs);
+    if mods.is_empty() || !enabled {
+        return;
+    }
+    let mut warn = |why: String| crate::init::warn(warnings, fallback_warning(&why), print);
+    let ver = dlsym(c"Py_GetVersion");
+    if ver == 0 {
+        warn("mpi4py is loaded but the interpreter's symbols are not visible".into());
+        return;
+    }
+    // SAFETY: Py_GetVersion takes no arguments and returns a static string;
+    // it may be called without the GIL.
+    let text = unsafe {
+        let f: unsafe extern "C" fn() -> *const c_char = std::mem::transmute(ver);
+        let p = f();
+        if p.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(p).to_string_lossy().into_owned()
+        }
+    };
+    let Some((major, minor, full)) = parse_version(&text) else {
+        warn(format!("unknown interpreter version {text:?}"));
+        return;
+    };
+    let layout = if opts.py_unsupported {
+        None
+    } else {
+        layout::for_version(major, minor)
+    };
+    let Some(layout) = layout else {
+        warn(format!(
+            "CPython {full} is not supported (3.11 is: its frame layout is the one verified)"
+        ));
+        return;
+    };
+    if dlsym(c"_Py_RefTotal") != 0 || dlsym(c"_Py_PrintReferences") != 0 {
+        warn(format!(
+            "CPython {full} is a debug build (its object layout differs)"
+        ));
+        return;
+    }
+    let (ts, code, s, b) = (
+        dlsym(c"PyGILState_GetThisThreadState"),
+        dlsym(c"PyCode_Type"),
+        dlsym(c"PyUnicode_Type"),
+        dlsym(c"PyBytes_Type"),
+    );
+    if ts == 0 || code == 0 || s == 0 || b == 0 {
+        warn(format!("CPython {full}: an interpreter symbol is missing"));
+        return;
+    }
+    // SAFETY: `PyGILState_GetThisThreadState` has this signature (it returns
+    // a `PyThreadState *`, read here as an address).
+    let tstate: unsafe extern "C" fn() -> usize = unsafe { std::mem::transmute(ts) };
+    let cap = (max_sites as usize).clamp(64, 1 << 16);
+    let _ = SITES.set((0..cap).map(|_| OnceLock::new()).collect());
+    if let Ok(mut r) = REG.lock() {
+        *r = Some(Reg {
+            ids: HashMap::new(),
+            next: 0,
+        });
+    }
+    let _ = INTERP.set(Interp {
+        layout,
+        tstate,
+        code_type: code,
+        str_type: s,
+        bytes_type: b,
+        name: format!("CPython {full}"),
+        dirs: mods.iter().map(|m| m.1.clone()).collect(),
+    });
+    for ((lo, hi), (l, h)) in mods.iter().map(|m| m.0).zip(RANGES.iter()) {
+        l.store(lo, Relaxed);
+        h.store(hi, Relaxed);
+    }
+    ON.store(true, Relaxed);
+}
+
+/// The interpreter's name, when Python sites are on.
+pub fn interpreter() -> Option<String> {
+    ON.load(Relaxed)
+        .then(|| INTERP.get().map(|i| i.name.clone()))
+        .flatten()
+}
+
+/// Switches Python sites off (the start-up self-test failed).
+pub fn disable(warnings: &mut Vec<String>, print: bool, why: &str) {
+    ON.store(false, Relaxed);
+    crate::init::warn(warnings, fallback_warning(why), print);
+}
+
+// ---------------------------------------------------------------------------
+// Reading the interpreter's memory
+// ---------------------------------------------------------------------------
+
+/// Reads a `T` at `addr`.
+///
+/// # Safety
+/// `addr` lies in a live object of the interpreter of at least
+/// `addr + size_of::<T>()` bytes.
+#[inline(always)]
+unsafe fn rd<T: Copy>(addr: usize) -> T {
+    // SAFETY: this function's contract.
+    unsafe { std::ptr::read_unaligned(addr as *const T) }
+}
+
+/// A pointer read at `addr` that must be non-null and 8-aligned.
+///
+/// # Safety
+/// As [`rd`].
+#[inline(always)]
+unsafe fn rd_ptr(addr: usize) -> Result<usize, Fail> {
+    // SAFETY: this function's contract.
+    let p: usize = unsafe { rd(addr) };
+    if p == 0 || p & 7 != 0 {
+        Err(Fail::Unreadable)
+    } else {
+        Ok(p)
+    }
+}
+
+/// What identifies a code object beyond its address.
+///
+/// # Safety
+/// `code` is a live code object.
+#[inline(always)]
+unsafe fn fingerprint(l: &Layout, code: usize) -> u64 {
+    // SAFETY: fields of a live code object (this function's contract).
+    let (f, q, t, first) = unsafe {
+        (
+            rd::<usize>(code + l.code_filename) as u64,
+            rd::<usize>(code + l.code_qualname) as u64,
+            rd::<usize>(code + l.code_linetable) as u64,
+            rd::<i32>(code + l.code_firstlineno) as u64,
+        )
+    };
+    f ^ q.rotate_left(21) ^ t.rotate_left(42) ^ first.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// The text of a `str` object.
+///
+/// # Safety
+/// `p` is null or a live object (its type is checked).
+unsafe fn read_str(it: &Interp, p: usize) -> Option<String> {
+    let l = it.layout;
+    if p == 0 || p & 7 != 0 {
+        return None;
+    }
+    // SAFETY: `p` is a live object; its fields are read after its type was
+    // checked to be `str`, whose characters are immutable.
+    unsafe {
+        if rd::<usize>(p + l.ob_type) != it.str_type {
+            return None;
+        }
+        let len: isize = rd(p + l.str_length);
+        if !(0..=1 << 16).contains(&len) {
+            return None;
+        }
+        let len = len as usize;
+        let state: u32 = rd(p + l.str_state);
+        let kind = (state & l.state_kind_mask) >> l.state_kind_mask.trailing_zeros();
+        let data = if state & l.state_compact_mask != 0 {
+            if state & l.state_ascii_mask != 0 {
+                p + l.ascii_data
+            } else {
+                p + l.compact_data
+            }
+        } else {
+            rd::<usize>(p + l.legacy_data)
+        };
+        if data == 0 {
+            return None;
+        }
+        let chars: Vec<u32> = match kind {
+            1 => std::slice::from_raw_parts(data as *const u8, len)
+                .iter()
+                .map(|&c| c as u32)
+                .collect(),
+            2 if data & 1 == 0 => std::slice::from_raw_parts(data as *const u16, len)
+                .iter()
+                .map(|&c| c as u32)
+                .collect(),
+            4 if data & 3 == 0 => std::slice::from_raw_parts(data as *const u32, len).to_vec(),
+            _ => return None,
+        };
+        Some(
+            chars
+                .into_iter()
+                .map(|c| char::from_u32(c).unwrap_or('\u{fffd}'))
+                .collect(),
+        )
+    }
+}
+
+/// The contents of a `bytes` object.
+///
+/// # Safety
+/// `p` is null or a live object (its type is checked).
+unsafe fn read_bytes(it: &Interp, p: usize) -> Option<Vec<u8>> {
+    let l = it.layout;
+    if p == 0 || p & 7 != 0 {
+        return None;
+    }
+    // SAFETY: as `read_str`: a live `bytes` object, immutable.
+    unsafe {
+        if rd::<usize>(p + l.ob_type) != it.bytes_type {
+            return None;
+        }
+        let len: isize = rd(p + l.ob_size);
+        if !(0..=1 << 24).contains(&len) {
+            return None;
+        }
+        Some(std::slice::from_raw_parts((p + l.bytes_sval) as *const u8, len as usize).to_vec())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The per-call path
+// ---------------------------------------------------------------------------
+
+const CODE_SLOTS: usize = 256;
+const SITE_SLOTS: usize = 512;
+/// Frames looked at, at most, per call.
+const MAX_FRAMES: usize = 1024;
+/// Attempts at the table's lock before a call falls back.
+const LOCK_TRIES: usize = 100_000;
+
+#[derive(Clone, Copy)]
+struct CodeSlot {
+    code: usize,
+    fp: u64,
+    skip: bool,
+}
+
+#[derive(Clone, Copy)]
+struct SiteSlot {
+    ra: usize,
+    code: usize,
+    off: u32,
+    fp: u64,
+    id: usize,
+}
+
+/// A thread's caches (allocated at its first call from Python).
+pub struct Cache {
+    codes: Box<[CodeSlot]>,
+    sites: Box<[SiteSlot]>,
+    /// Calls made from Python that fell back to the native site because
+    /// the interpreter's state did not look right or the table was full.
+    pub fallbacks: u64,
+}
+
+impl Cache {
+    fn new() -> Cache {
+        Cache {
+            // On the heap directly (a thread's stack may be small).
+            codes: vec![
+                CodeSlot {
+                    code: 0,
+                    fp: 0,
+                    skip: false,
+                };
+                CODE_SLOTS
+            ]
+            .into_boxed_slice(),
+            sites: vec![
+                SiteSlot {
+                    ra: 0,
+                    code: 0,
+                    off: 0,
+                    fp: 0,
+                    id: 0,
+                };
+                SITE_SLOTS
+            ]
+            .into_boxed_slice(),
+            fallbacks: 0,
+        }
+    }
+
+    /// Whether a code object is mpi4py's own.
+    ///
+    /// # Safety
+    /// `code` is a live code object.
+    #[inline(always)]
+    unsafe fn skipped(&mut self, it: &Interp, code: usize, fp: u64) -> Result<bool, Fail> {
+        let i = ((code >> 4) ^ (code >> 12)) & (CODE_SLOTS - 1);
+        if let Some(s) = self.codes.get(i) {
+            if s.code == code && s.fp == fp {
+                return Ok(s.skip);
+            }
+        }
+        // SAFETY: a live code object (this function's contract).
+        let file =
+            unsafe { read_str(it, rd(code + it.layout.code_filename)) }.ok_or(Fail::Unreadable)?;
+        let skip = it.dirs.iter().any(|d| file.starts_with(d.as_str()));
+        if let Some(s) = self.codes.get_mut(i) {
+            *s = CodeSlot { code, fp, skip };
+        }
+        Ok(skip)
+    }
+
+    /// The tagged site id of (ra, code, off).
+    ///
+    /// # Safety
+    /// `code` is a live code object and `off` an instruction of it.
+    #[inline(always)]
+    unsafe fn site(
+        &mut self,
+        it: &Interp,
+        ra: usize,
+        code: usize,
+        off: u32,
+        fp: u64,
+    ) -> Result<usize, Fail> {
+        let h = (ra ^ code.rotate_left(17) ^ (off as usize).wrapping_mul(0x9e37_79b9)) as u64;
+        let i = ((h ^ (h >> 9) ^ (h >> 21)) as usize) & (SITE_SLOTS - 1);
+        if let Some(s) = self.sites.get(i) {
+            if s.ra == ra && s.code == code && s.off == off && s.fp == fp && s.id != 0 {
+                return Ok(s.id);
+            }
+        }
+        // SAFETY: this function's contract.
+        let id = unsafe { resolve(it, ra, code, off, fp) }?;
+        if let Some(s) = self.sites.get_mut(i) {
+            *s = SiteSlot {
+                ra,
+                code,
+                off,
+                fp,
+                id,
+            };
+        }
+        Ok(id)
+    }
+}
+
+/// A new hot key: its site from the process-wide table, or resolved and
+/// added to it.
+///
+/// # Safety
+/// `code` is a live code object and `off` an instruction of it.
+#[cold]
+#[inline(never)]
+unsafe fn resolve(it: &Interp, ra: usize, code: usize, off: u32, fp: u64) -> Result<usize, Fail> {
+    let sites = SITES.get().ok_or(Fail::Off)?;
+    // Never blocks for long: a lock held by a thread that is gone (a fork
+    // of a thread inside this function) costs a fallback, not a deadlock.
+    let mut guard = None;
+    for _ in 0..LOCK_TRIES {
+        if let Ok(g) = REG.try_lock() {
+            guard = Some(g);
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let mut guard = guard.ok_or(Fail::Full)?;
+    let reg = guard.as_mut().ok_or(Fail::Off)?;
+    let key = (ra, code, off, fp);
+    if let Some(&id) = reg.ids.get(&key) {
+        return Ok(id);
+    }
+    if reg.next >= sites.len() {
+        return Err(Fail::Full);
+    }
+    let l = it.layout;
+    // SAFETY: a live code object (this function's contract) and the
+    // immutable objects it holds.
+    let site = unsafe {
+        let file = read_str(it, rd(code + l.code_filename)).ok_or(Fail::Unreadable)?;
+        let function = read_str(it, rd(code + l.code_qualname)).unwrap_or_else(|| "?".into());
+        let first: i32 = rd(code + l.code_firstlineno);
+        let line = read_bytes(it, rd(code + l.code_linetable))
+            .and_then(|t| linetable::line_at(&t, first as i64, off as usize * l.code_unit));
+        PySite {
+            native_ra: ra,
+            file,
+            line,
+            function,
+        }
+    };
+    let n = reg.next;
+    let slot = sites.get(n).ok_or(Fail::Full)?;
+    let _ = slot.set(site);
+    reg.next = n + 1;
+    let id = PY_TAG | n;
+    reg.ids.insert(key, id);
+    Ok(id)
+}
+
+/// The Python site of a call whose native return address `ra` lies in
+/// mpi4py: the `depth`-th frame of the calling thread's Python code, not
+/// counting mpi4py's own (the outermost one when there are fewer).
+#[inline(never)]
+pub fn site(cache: &mut Option<Box<Cache>>, ra: usize, depth: u32) -> Result<usize, Fail> {
+    let it = INTERP.get().ok_or(Fail::Off)?;
+    let r = walk(it, cache, ra, depth);
+    if matches!(r, Err(Fail::Unreadable | Fail::Full)) {
+        if let Some(c) = cache.as_mut() {
+            c.fallbacks += 1;
+        }
+    }
+    r
+}
+
+#[inline(always)]
+fn walk(it: &Interp, cache: &mut Option<Box<Cache>>, ra: usize, depth: u32) -> Result<usize, Fail> {
+    let l = it.layout;
+    // SAFETY: no arguments; reads this thread's thread-specific storage
+    // (valid with the GIL released).
+    let tstate = unsafe { (it.tstate)() };
+    if tstate == 0 || tstate & 7 != 0 {
+        return Err(Fail::NoFrame);
+    }
+    let c = cache.get_or_insert_with(|| Box::new(Cache::new()));
+    // SAFETY: `tstate` is this thread's live thread state; its `cframe` is
+    // the root frame record in it or one on this thread's stack below us
+    // (an evaluation loop that called into C), and the interpreter frames
+    // chained from it belong to this thread, which is here, inside MPI:
+    // none is pushed or popped meanwhile, and each holds its code object.
+    unsafe {
+        let cframe = rd_ptr(tstate + l.ts_cframe)?;
+        let mut f: usize = rd(cframe + l.cframe_current_frame);
+        let mut found: Option<(usize, u32, u64)> = None;
+        let mut n = 0u32;
+        for _ in 0..MAX_FRAMES {
+            if f == 0 {
+                break;
+            }
+            if f & 7 != 0 {
+                return Err(Fail::Unreadable);
+            }
+            let code = rd_ptr(f + l.frame_code)?;
+            if rd::<usize>(code + l.ob_type) != it.code_type {
+                return Err(Fail::Unreadable);
+            }
+            let prev: usize = rd(f + l.frame_prev_instr);
+            let start = code + l.code_adaptive;
+            let first: i32 = rd(code + l.code_firsttraceable);
+            let owner: u8 = rd(f + l.frame_owner);
+            let rel = (prev as isize).wrapping_sub(start as isize);
+            // A frame pushed but not started yet has no line of its own.
+            let incomplete =
+                owner != l.owner_generator && rel < first as isize * l.code_unit as isize;
+            if !incomplete {
+                let units: isize = rd(code + l.ob_size);
+                let off = rel / l.code_unit as isize;
+                if rel < 0 || off >= units {
+                    return Err(Fail::Unreadable);
+                }
+                let fp = fingerprint(l, code);
+                if !c.skipped(it, code, fp)? {
+                    n += 1;
+                    found = Some((code, off as u32, fp));
+                    if n >= depth {
+                        break;
+                    }
+                }
+            }
+            f = rd(f + l.frame_previous);
+        }
+        let (code, off, fp) = found.ok_or(Fail::NoFrame)?;
+        c.site(it, ra, code, off, fp)
+    }
+}
+
+/// A resolved Python site, for the record.
+pub fn lookup(ra: usize) -> Option<&'static PySite> {
+    if !is_tag(ra) {
+        return None;
+    }
+    SITES.get()?.get(ra & !PY_TAG)?.get()
+}
+
+/// The added time per call of a Python site (seconds), measured on the
+/// calling thread at start-up (`MPI_Init*`, called by mpi4py's import):
+/// seven repetitions of eleven batches of 100 look-ups of the site of the
+/// current Python frame, minimum batch per repetition, median over
+/// repetitions. `Err` when the interpreter's state could not be read (the
+/// self-test: Python sites are then switched off by the caller).
+pub fn measure_cost(cache: &mut Option<Box<Cache>>, depth: u32) -> Result<Option<f64>, Fail> {
+    let probe = RANGES[0].0.load(Relaxed);
+    match site(cache, probe, depth) {
+        Err(Fail::Unreadable) => return Err(Fail::Unreadable),
+        Err(_) => return Ok(None),
+        Ok(_) => {}
+    }
+    const BATCH: u64 = 100;
+    let mut est = Vec::with_capacity(7);
+    for _ in 0..7 {
+        let mut best = u64::MAX;
+        for _ in 0..11 {
+            let t0 = crate::timer::mono_ns();
+            for _ in 0..BATCH {
+                let _ = std::hint::black_box(site(cache, std::hint::black_box(probe), depth));
+            }
+            best = best.min(crate::timer::mono_ns().wrapping_sub(t0));
+        }
+        est.push(best as f64 / BATCH as f64 * 1e-9);
+    }
+    est.sort_by(f64::total_cmp);
+    Ok(est.get(est.len() / 2).copied())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse() {
+        assert_eq!(
+            parse_version("3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]"),
+            Some((3, 11, "3.11.7".to_string()))
+        );
+        assert_eq!(
+            parse_version("3.12.0rc1 (main)"),
+            Some((3, 12, "3.12.0rc1".to_string()))
+        );
+        assert_eq!(parse_version("garbage"), None);
+    }
+
+    #[test]
+    fn mpi4py_modules_are_found_by_directory_and_name() {
+        let obj = |path: &str| crate::sites::Obj {
+            path: path.into(),
+            bias: 0,
+            ranges: vec![(0x1000, 0x2000)],
+            readable: vec![],
+            build_id: None,
+        };
+        let objs = [
+            obj("/usr/lib/libmpi.so.40"),
+            obj("/x/site-packages/mpi4py/MPI.cpython-311-x86_64-linux-gnu.so"),
+            obj("/x/site-packages/other/MPI.cpython-311-x86_64-linux-gnu.so"),
+        ];
+        let m = mpi4py_modules(&objs);
+        assert_eq!(
+            m,
+            vec![((0x1000, 0x2000), "/x/site-packages/mpi4py/".into())]
+        );
+    }
+
+    #[test]
+    fn tags_are_not_addresses() {
+        assert!(is_tag(PY_TAG | 3));
+        assert!(!is_tag(0x7fff_ffff_f000));
+        assert!(lookup(0x1234).is_none());
+    }
+}
