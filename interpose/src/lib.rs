@@ -37,6 +37,7 @@ pub mod py;
 #[macro_use]
 pub mod rt;
 pub mod merge;
+mod merge_sites;
 pub mod sites;
 pub mod tail_call;
 // The timer lives in the shared crate so that mpiover-calibrate measures

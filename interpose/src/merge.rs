@@ -32,7 +32,7 @@ fn lowbit(r: usize) -> usize {
 
 /// The children of `r` in the binomial tree of `p` ranks rooted at 0, with
 /// the size of each one's subtree.
-fn children(r: usize, p: usize) -> Vec<(usize, usize)> {
+pub(crate) fn children(r: usize, p: usize) -> Vec<(usize, usize)> {
     let mut v = Vec::new();
     let mut d = 1;
     while (r == 0 || d < lowbit(r)) && r + d < p {
@@ -43,12 +43,12 @@ fn children(r: usize, p: usize) -> Vec<(usize, usize)> {
     v
 }
 
-fn parent(r: usize) -> usize {
+pub(crate) fn parent(r: usize) -> usize {
     r - lowbit(r)
 }
 
 /// One point-to-point transfer of bytes on the private communicator.
-struct Comm(MPI_Comm);
+pub(crate) struct Comm(pub(crate) MPI_Comm);
 
 /// A buffer's length as an MPI count.
 fn count(buf: &[u8]) -> Result<c_int, String> {
@@ -83,7 +83,7 @@ impl Comm {
     }
 
     /// One frame from `from`: (rank, payload).
-    fn recv_frame(&self, from: usize) -> Result<(u32, Vec<u8>), String> {
+    pub(crate) fn recv_frame(&self, from: usize) -> Result<(u32, Vec<u8>), String> {
         let mut head = [0u8; HEAD];
         self.recv(&mut head, from)?;
         let rank = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
@@ -94,7 +94,7 @@ impl Comm {
         Ok((rank, payload))
     }
 
-    fn send_frame(&self, rank: u32, payload: &[u8], to: usize) -> Result<(), String> {
+    pub(crate) fn send_frame(&self, rank: u32, payload: &[u8], to: usize) -> Result<(), String> {
         let mut head = [0u8; HEAD];
         head[..4].copy_from_slice(&rank.to_le_bytes());
         head[8..].copy_from_slice(&(payload.len() as u64).to_le_bytes());
@@ -105,29 +105,51 @@ impl Comm {
 
 /// Merges this rank's record into the job log; true when the log was
 /// written (the same answer on every rank). Collective over
-/// `MPI_COMM_WORLD`; called by every rank at `MPI_Finalize`.
-pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &mut Record) -> bool {
+/// `MPI_COMM_WORLD`; called by every rank at `MPI_Finalize`. The record's
+/// sites (return addresses `addrs`) come unresolved: they are resolved
+/// once for the job where possible ([`crate::merge_sites`]), the rest by
+/// `resolve_rest` (given which are done), so that `rec` is resolved on
+/// return whatever happened.
+pub fn into_job_log(
+    info: &RunInfo,
+    dir: &Path,
+    rec: &mut Record,
+    addrs: &[usize],
+    resolve_rest: &mut dyn FnMut(&mut Record, &[bool]),
+) -> bool {
     let t0 = crate::timer::mono_ns();
     let (me, p) = (info.head.rank as usize, info.head.ranks as usize);
-    // A rank whose part cannot be encoded still takes part (sending an
-    // empty frame) and votes against the log below: every rank then writes
-    // its own file.
-    let mut encoded = true;
-    let part = JobAgg::of_record_in_job(rec, crate::profile_hook::rendezvous_bytes());
     let mut dup: MPI_Comm = consts::comm_null();
     // SAFETY: MPI is initialized and not finalized (we are inside the
     // MPI_Finalize wrapper, before PMPI_Finalize); `dup` is written once.
     if unsafe { PMPI_Comm_dup(consts::comm_world(), &mut dup) } != 0 {
         warn("cannot duplicate MPI_COMM_WORLD");
+        resolve_rest(rec, &[]);
         return false;
     }
     // SAFETY: `dup` is the valid communicator just made.
     unsafe { PMPI_Comm_set_errhandler(dup, consts::errors_return()) };
     let comm = Comm(dup);
-    let outcome = if me == 0 {
-        root(&comm, p, dir, info, part, rec, t0, &mut encoded)
-    } else {
-        relay(&comm, me, p, part, &mut encoded).map(|()| true)
+    let agreed = crate::merge_sites::agree(&comm, me, p, rec, addrs, info.depth == 1);
+    resolve_rest(rec, agreed.as_deref().unwrap_or(&[]));
+    let by_root = agreed
+        .as_ref()
+        .map_or(0, |d| d.iter().filter(|&&x| x).count());
+    let t1 = crate::timer::mono_ns();
+    // A rank whose part cannot be encoded still takes part (sending an
+    // empty frame) and votes against the log below: every rank then writes
+    // its own file.
+    let mut encoded = true;
+    let outcome = match agreed {
+        Err(e) => Err(e),
+        Ok(_) => {
+            let part = JobAgg::of_record_in_job(rec, crate::profile_hook::rendezvous_bytes());
+            if me == 0 {
+                root(&comm, p, dir, info, part, rec, t0, &mut encoded)
+            } else {
+                relay(&comm, me, p, part, &mut encoded).map(|()| true)
+            }
+        }
     };
     let mut ok: c_int = match &outcome {
         Ok(written) => c_int::from(*written && encoded),
@@ -157,11 +179,16 @@ pub fn into_job_log(info: &RunInfo, dir: &Path, rec: &mut Record) -> bool {
         warn(&format!("the job log merge failed on this rank: {e}"));
     }
     if crate::init::debug() {
-        eprintln!(
-            "mpiover: debug: rank {me} job log merge: {:.3} ms, {}",
+        // One write, so that the ranks' lines do not interleave.
+        let line = format!(
+            "mpiover: debug: rank {me} job log merge: {:.3} ms, {}; {by_root} of {} sites resolved \
+             by rank 0, in {:.3} ms\n",
             crate::timer::mono_ns().wrapping_sub(t0) as f64 * 1e-6,
-            if written { "written" } else { "not written" }
+            if written { "written" } else { "not written" },
+            rec.sites.len(),
+            t1.wrapping_sub(t0) as f64 * 1e-6
         );
+        eprint!("{line}");
     }
     written
 }

@@ -428,38 +428,28 @@ fn write_now(finished: &str, when: When) {
         }
     }
     let t2 = timer::mono_ns();
-    for (s, &ra) in rec.sites.iter_mut().zip(addrs.iter()) {
-        crate::sites::symbolize(s, ra);
-    }
-    // Not on the way out (exit, signal): mpirun's SIGKILL may be near, and
-    // the note is not worth the resolved record.
-    if info.depth == 1 && matches!(when, When::Normal | When::Merge) {
-        let objs = crate::sites::objects();
-        for (s, &ra) in rec.sites.iter_mut().zip(addrs.iter()) {
-            if s.note.is_some() || crate::py::is_tag(ra) {
-                continue;
-            }
-            if let Some(f) = crate::tail_call::through(&objs, ra) {
-                s.note = Some(format!(
-                    "reached through a tail call in {f}: this line calls {f}, whose last act is \
-                     the MPI call (-fno-optimize-sibling-calls keeps the call in {f})"
-                ));
-            }
-        }
-    }
-    let t3 = timer::mono_ns();
     if when == When::Merge {
-        // While the merge waits in MPI a peer may die, and mpirun then
-        // signals this rank: its handler writes this record on its own
-        // (`save_merging`). Leaked on purpose: once per process, and a
+        // The sites are resolved once for the job inside the merge. While it
+        // waits in MPI a peer may die, and mpirun then signals this rank:
+        // its handler writes this record on its own (`save_merging`), with
+        // the sites as they are. Leaked on purpose: once per process, and a
         // handler on another thread may still hold it.
-        MERGING.store(Box::into_raw(Box::new(rec.clone())), SeqCst);
-        let merged = crate::merge::into_job_log(info, dir, &mut rec);
+        let mut unresolved = rec.clone();
+        for s in unresolved.sites.iter_mut().filter(|s| s.note.is_none()) {
+            s.note = Some("unresolved (signal during the job log merge)".into());
+        }
+        MERGING.store(Box::into_raw(Box::new(unresolved)), SeqCst);
+        let merged = crate::merge::into_job_log(info, dir, &mut rec, &addrs, &mut |rec, done| {
+            resolve_sites(info, when, rec, &addrs, done)
+        });
         MERGING.store(std::ptr::null_mut(), SeqCst);
         if merged && crate::opt::get().format == crate::opt::Format::Log {
             return;
         }
+    } else {
+        resolve_sites(info, when, &mut rec, &addrs, &[]);
     }
+    let t3 = timer::mono_ns();
     save(info, dir, &rec);
     if crate::init::debug() {
         eprintln!(
@@ -503,4 +493,44 @@ fn save(info: &crate::init::RunInfo, dir: &std::path::Path, rec: &Record) -> boo
             false
         }
     }
+}
+
+/// Resolves the sites not `done` (a missing flag is false): function, file,
+/// line, and at depth 1 the tail-call note.
+fn resolve_sites(
+    info: &crate::init::RunInfo,
+    when: When,
+    rec: &mut Record,
+    addrs: &[usize],
+    done: &[bool],
+) {
+    let todo = |i: usize| !done.get(i).copied().unwrap_or(false);
+    for (i, (s, &ra)) in rec.sites.iter_mut().zip(addrs.iter()).enumerate() {
+        if todo(i) {
+            crate::sites::symbolize(s, ra);
+        }
+    }
+    // Not on the way out (exit, signal): mpirun's SIGKILL may be near, and
+    // the note is not worth the resolved record.
+    if info.depth == 1 && matches!(when, When::Normal | When::Merge) {
+        let objs = crate::sites::objects();
+        for (i, (s, &ra)) in rec.sites.iter_mut().zip(addrs.iter()).enumerate() {
+            if todo(i) && s.note.is_none() {
+                s.note = tail_call_note(&objs, ra);
+            }
+        }
+    }
+}
+
+/// "reached through a tail call in F" when the call before `ra` calls a
+/// function that is not MPI's (never for a Python site).
+pub(crate) fn tail_call_note(objs: &[crate::sites::Obj], ra: usize) -> Option<String> {
+    if crate::py::is_tag(ra) {
+        return None;
+    }
+    let f = crate::tail_call::through(objs, ra)?;
+    Some(format!(
+        "reached through a tail call in {f}: this line calls {f}, whose last act is \
+         the MPI call (-fno-optimize-sibling-calls keeps the call in {f})"
+    ))
 }

@@ -57,13 +57,38 @@ fn joblog_of_32_ranks_is_one_file_and_reports_like_the_per_rank_records() {
     let out = Job::new(NP, "late_sender", &["3", "5"], &dir)
         .profiled(&run)
         .env("MPIOVER_FORMAT", "log")
+        .env("MPIOVER_DEBUG", "1")
         .run();
     out.assert_success();
     assert_eq!(names(&run), ["job.mpiover-log"], "{}", out.dump());
+    // The sites are resolved once, by rank 0, for every rank.
+    let merges: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("job log merge:"))
+        .collect();
+    assert_eq!(merges.len(), NP as usize, "{}", out.dump());
+    for l in &merges {
+        let (k, n) = l
+            .split_once(" sites resolved by rank 0")
+            .and_then(|(a, _)| a.rsplit_once("; ")?.1.split_once(" of "))
+            .unwrap_or_else(|| panic!("no site count in {l:?}"));
+        assert!(k == n && k != "0", "not every site resolved by rank 0: {l}");
+    }
     let (code, json, err) = report(&run);
     assert_eq!(code, Some(0), "{err}");
     let rep: Value = serde_json::from_str(&json).expect("report JSON");
     assert_eq!(rep["run"]["ranks_present"], NP, "{err}");
+    let recv = marker("late_sender.c", "late-sender-recv");
+    assert!(
+        rep["sites"].as_array().is_some_and(|s| s.iter().any(|s| {
+            s["mpi_function"] == "MPI_Recv"
+                && s["location"]
+                    .as_str()
+                    .is_some_and(|l| l.ends_with(&format!("late_sender.c:{recv}")))
+        })),
+        "no MPI_Recv site at late_sender.c:{recv}: {json}"
+    );
     // The merged log keeps no per-rank histogram: another eager limit (or
     // profile) cannot be applied to it, and the report says so.
     let o = Command::new(mpiover_bin())
