@@ -241,6 +241,13 @@ pub(crate) struct Agg {
     pub(crate) want_dist: bool,
     /// Display bin of each histogram bucket for the timer unit `bin_unit`
     /// (`u16::MAX`: not computed yet): saves a logarithm per bucket.
+    /// Only when folding for a merged job log (`want_keys`): every key's
+    /// entries of all ranks merged, without peer, so that the report can
+    /// evaluate the sites against another profile or eager limit.
+    #[serde(default, with = "pairs")]
+    pub(crate) keys: HashMap<KeyId, KeyAcc>,
+    #[serde(skip)]
+    pub(crate) want_keys: bool,
     #[serde(skip)]
     pub(crate) bin_cache: Vec<u16>,
     #[serde(skip)]
@@ -295,5 +302,72 @@ mod static_rules {
         Ok(m.into_iter()
             .filter_map(|(k, v)| Some((super::composed_rule(Some(&k))?, v)))
             .collect())
+    }
+}
+
+/// What makes a key's tmax and wait state, at a site: (site, MPI function,
+/// p, bytes, role, completed function, requests completed).
+pub(crate) type KeyId = (
+    SiteKey,
+    String,
+    u32,
+    u64,
+    Option<String>,
+    Option<String>,
+    Option<Requests>,
+);
+
+/// One key's entries of all ranks, merged: the histogram in the timer unit
+/// of the lowest rank (the ranks' units differ by their clocks' calibration,
+/// parts per million), and how many entries were merged (the report counts
+/// tmax lookups per entry).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct KeyAcc {
+    pub(crate) rank: u32,
+    pub(crate) unit_s: f64,
+    pub(crate) entries: u64,
+    pub(crate) entry: Entry,
+}
+
+impl KeyAcc {
+    pub(crate) fn merge(&mut self, mut o: KeyAcc) {
+        if o.rank < self.rank {
+            std::mem::swap(self, &mut o);
+        }
+        let (a, b) = (&mut self.entry, &o.entry);
+        a.count += b.count;
+        a.sum_s += b.sum_s;
+        a.min_s = a.min_s.min(b.min_s);
+        a.max_s = a.max_s.max(b.max_s);
+        a.overhead_s = match (a.overhead_s, b.overhead_s) {
+            (Some(x), Some(y)) => Some(x + y),
+            (x, y) => x.or(y),
+        };
+        a.tmax_out_of_range |= b.tmax_out_of_range;
+        a.hist.merge(&b.hist);
+        self.entries += o.entries;
+    }
+}
+
+/// A map serialized as a list of pairs (its keys are not strings).
+mod pairs {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::HashMap;
+
+    pub(crate) fn serialize<K: Serialize, V: Serialize, S: Serializer>(
+        m: &HashMap<K, V>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(m.iter())
+    }
+
+    pub(crate) fn deserialize<'de, K, V, D>(d: D) -> Result<HashMap<K, V>, D::Error>
+    where
+        K: Deserialize<'de> + Eq + std::hash::Hash,
+        V: Deserialize<'de>,
+        D: Deserializer<'de>,
+    {
+        Ok(Vec::<(K, V)>::deserialize(d)?.into_iter().collect())
     }
 }

@@ -62,19 +62,9 @@ impl Agg {
                 rendezvous_bytes,
             );
             if e.function != "other" {
-                match ev.tmax {
-                    Some(t) => {
-                        self.lookups.entries += 1;
-                        self.lookups.calls += e.count;
-                        if t.out_of_range {
-                            self.lookups.out_of_range_entries += 1;
-                            self.lookups.out_of_range_calls += e.count;
-                        }
-                    }
-                    None => {
-                        self.lookups.missing_entries += 1;
-                        self.lookups.missing_calls += e.count;
-                    }
+                count_lookup(&mut self.lookups, &ev, e.count, 1);
+                if self.want_keys {
+                    self.add_key(&key, e, unit, rec.rank);
                 }
             }
             let acc = self
@@ -92,31 +82,7 @@ impl Agg {
                 acc.min = acc.min.min(e.min_s);
                 acc.max = acc.max.max(e.max_s);
             }
-            if let Some(Tmax {
-                s: t,
-                out_of_range: oor,
-                basis,
-                ..
-            }) = ev.tmax
-            {
-                acc.basis = weaker(acc.basis, basis);
-                acc.overhead.add(ev.overhead);
-                acc.tmax_sum.add(t * e.count as f64);
-                acc.calls_over.add(ev.calls_over);
-                acc.calls_with_tmax += e.count;
-                if oor {
-                    acc.out_of_range_calls += e.count;
-                }
-                acc.tmax_min = acc.tmax_min.min(t);
-                acc.tmax_max = acc.tmax_max.max(t);
-                acc.states.entry(state).or_default().add(ev.overhead);
-                if let Some(rule) = ev.tmax.and_then(|t| t.composed) {
-                    *acc.composed.entry(rule).or_default() += e.count;
-                }
-            }
-            if let Some(why) = &ev.missing {
-                *acc.missing.entry(why.clone()).or_default() += e.count;
-            }
+            site_eval(acc, &ev, e.count, state);
             if let Some(done) = e.completed_at {
                 let at = Loc::of(site_of(done), &e.function).display();
                 *acc.completed_at.entry(at).or_default() += e.count;
@@ -276,7 +242,42 @@ impl Agg {
         });
     }
 
+    /// Adds one entry to its key's merged entry (`want_keys`).
+    fn add_key(&mut self, key: &SiteKey, e: &Entry, unit: f64, rank: u32) {
+        let id: KeyId = (
+            key.clone(),
+            e.function.clone(),
+            e.p,
+            e.bytes,
+            e.role.clone(),
+            e.completes.clone(),
+            e.requests,
+        );
+        let mut entry = e.clone();
+        (entry.site, entry.peer, entry.post_site, entry.completed_at) = (0, None, None, None);
+        let k = KeyAcc {
+            rank,
+            unit_s: unit,
+            entries: 1,
+            entry,
+        };
+        match self.keys.get_mut(&id) {
+            Some(a) => a.merge(k),
+            None => {
+                self.keys.insert(id, k);
+            }
+        }
+    }
+
     pub(crate) fn merge(&mut self, o: Agg) {
+        for (k, v) in o.keys {
+            match self.keys.get_mut(&k) {
+                Some(a) => a.merge(v),
+                None => {
+                    self.keys.insert(k, v);
+                }
+            }
+        }
         for (k, v) in o.sites {
             match self.sites.get_mut(&k) {
                 Some(a) => a.merge(v),
@@ -301,5 +302,54 @@ impl Agg {
         l.missing_calls += o.lookups.missing_calls;
         self.folded_keys += o.folded_keys;
         self.folded_calls += o.folded_calls;
+    }
+}
+
+/// One entry's (or merged key's) tmax lookup, counted.
+pub(crate) fn count_lookup(l: &mut Lookups, ev: &EntryEval, calls: u64, entries: u64) {
+    match ev.tmax {
+        Some(t) => {
+            l.entries += entries;
+            l.calls += calls;
+            if t.out_of_range {
+                l.out_of_range_entries += entries;
+                l.out_of_range_calls += calls;
+            }
+        }
+        None => {
+            l.missing_entries += entries;
+            l.missing_calls += calls;
+        }
+    }
+}
+
+/// What an entry's tmax adds to its site: overhead (by wait state), calls
+/// over tmax, the range and basis of tmax, composition rules, and why a
+/// tmax is missing.
+pub(crate) fn site_eval(acc: &mut SiteAcc, ev: &EntryEval, count: u64, state: Option<WaitState>) {
+    if let Some(Tmax {
+        s: t,
+        out_of_range: oor,
+        basis,
+        ..
+    }) = ev.tmax
+    {
+        acc.basis = weaker(acc.basis, basis);
+        acc.overhead.add(ev.overhead);
+        acc.tmax_sum.add(t * count as f64);
+        acc.calls_over.add(ev.calls_over);
+        acc.calls_with_tmax += count;
+        if oor {
+            acc.out_of_range_calls += count;
+        }
+        acc.tmax_min = acc.tmax_min.min(t);
+        acc.tmax_max = acc.tmax_max.max(t);
+        acc.states.entry(state).or_default().add(ev.overhead);
+        if let Some(rule) = ev.tmax.and_then(|t| t.composed) {
+            *acc.composed.entry(rule).or_default() += count;
+        }
+    }
+    if let Some(why) = &ev.missing {
+        *acc.missing.entry(why.clone()).or_default() += count;
     }
 }

@@ -12,6 +12,7 @@ pub fn analyze_dir(
     let rd = RunDir::open(dir)?;
     let sources = rd.sources();
     let merged = read_merged(&rd, tmax, opts)?;
+    let again = merged.is_some() && (tmax.is_some() || opts.eager_limit.is_some());
     // Only needed when neither the option nor a profile given decides: the
     // first record's view (the profile it was recorded with, what the
     // library stated).
@@ -96,14 +97,24 @@ pub fn analyze_dir(
         check.add(info)?;
     }
     let summary = check.finish().expect("a listed run directory has records");
-    Ok(finish(
+    let mut report = finish(
         total,
         summary,
         &dir.display().to_string(),
         tmax,
         opts,
         (rdv, rdv_source, rdv_detail),
-    ))
+    );
+    if again {
+        report.warnings.push(
+            "the job log is merged: its sites were evaluated against the profile or eager limit \
+             given, from the job's merged histograms, but the per-rank figures (each rank's \
+             overhead at a site, the wait matrix, the late peers) keep the tmax the run was \
+             recorded with; record with MPIOVER_FORMAT=both to keep the per-rank records"
+                .into(),
+        );
+    }
+    Ok(report)
 }
 
 /// Computes a report from records in memory (tests, tools). The records must
@@ -134,15 +145,6 @@ fn read_merged(
     let Some(log) = rd.log.as_ref().filter(|l| l.is_merged()) else {
         return Ok(None);
     };
-    if tmax.is_some() || opts.eager_limit.is_some() {
-        return Err(RunError::Invalid {
-            path: log.path.clone(),
-            what: "a merged job log was folded in the job with the tmax and the eager limit the \
-                   run had; --profile and --eager-limit need the per-rank records (record with \
-                   MPIOVER_FORMAT=both or per-rank)"
-                .into(),
-        });
-    }
     let Some(payload) = log.merged_payload() else {
         return Ok(None);
     };
@@ -152,7 +154,7 @@ fn read_merged(
         offset: at,
         what: format!("the merged frame: {what}"),
     };
-    let ja = JobAgg::read(reader).map_err(bad)?;
+    let mut ja = JobAgg::read(reader).map_err(bad)?;
     let mut held: Vec<u32> = ja.ranks().map(|(r, _)| r).collect();
     held.sort_unstable();
     let mut rows: Vec<u32> = (0..log.len()).map(|i| log.rank(i)).collect();
@@ -176,6 +178,20 @@ fn read_merged(
         })
         .collect();
     infos.sort_by_key(|i| i.rank);
+    // Another profile or eager limit than the run's: the sites are evaluated
+    // again from the merged keys; the per-rank figures cannot be.
+    let again = tmax.is_some() || opts.eager_limit.is_some();
+    let rdv_again = again.then(|| rendezvous(opts, tmax, None, None));
+    if let Some(r) = &rdv_again {
+        if !ja.reevaluate(tmax, r.0) {
+            return Err(RunError::Invalid {
+                path: log.path.clone(),
+                what: "this merged job log has no merged keys to evaluate against --profile or \
+                       --eager-limit"
+                    .into(),
+            });
+        }
+    }
     let (agg, rdv) = ja.into_parts();
-    Ok(Some((agg, infos, rdv)))
+    Ok(Some((agg, infos, rdv_again.unwrap_or(rdv))))
 }

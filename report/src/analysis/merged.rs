@@ -20,6 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::fold::{count_lookup, site_eval};
 use super::*;
 
 /// The aggregate of some ranks of one job.
@@ -57,6 +58,7 @@ impl JobAgg {
 
     fn fold(rec: &Record, rdv: (u64, RendezvousSource, String)) -> JobAgg {
         let mut agg = Agg::new(true);
+        agg.want_keys = true;
         agg.add_record(rec, None, rdv.0);
         JobAgg {
             agg,
@@ -102,6 +104,50 @@ impl JobAgg {
             .map_err(|e| format!("not a merged aggregate ({e})"))?;
         a.agg.want_dist = true;
         Ok(a)
+    }
+
+    /// The sites evaluated again against `tmax` (a profile given to the
+    /// report) and the eager limit `rdv`, from the merged keys: overhead,
+    /// calls over tmax, wait states, the tmax lookups. What is kept per rank
+    /// (the per-rank spread, the wait matrix, the late peers) keeps the
+    /// run's own tmax; false when the log has no keys to do it with.
+    pub(crate) fn reevaluate(&mut self, tmax: Option<&dyn TmaxSource>, rdv: u64) -> bool {
+        let agg = &mut self.agg;
+        if agg.keys.is_empty() && !agg.sites.is_empty() {
+            return false;
+        }
+        for acc in agg.sites.values_mut() {
+            acc.overhead = Fx::default();
+            acc.tmax_sum = Fx::default();
+            acc.calls_over = Fx::default();
+            acc.calls_with_tmax = 0;
+            acc.out_of_range_calls = 0;
+            acc.tmax_min = f64::INFINITY;
+            acc.tmax_max = 0.0;
+            acc.basis = None;
+            acc.states.clear();
+            acc.composed.clear();
+            acc.missing.clear();
+        }
+        agg.lookups = Lookups::default();
+        // The sums are fixed point: the map's order does not matter.
+        for ((site, function, _, bytes, role, completes, requests), k) in &agg.keys {
+            let e = &k.entry;
+            let ev = evaluate(e, k.unit_s, tmax);
+            count_lookup(&mut agg.lookups, &ev, e.count, k.entries);
+            let state = entry_wait_state(
+                function,
+                *bytes,
+                role.as_deref(),
+                completes.as_deref(),
+                *requests,
+                rdv,
+            );
+            if let Some(acc) = agg.sites.get_mut(site) {
+                site_eval(acc, &ev, e.count, state);
+            }
+        }
+        true
     }
 
     pub(crate) fn into_parts(self) -> (Agg, (u64, RendezvousSource, String)) {
@@ -164,6 +210,84 @@ mod tests {
                 "online {online}"
             );
         }
+    }
+
+    /// Records without online overhead, given a profile at report time:
+    /// the merged log's sites, evaluated again from its merged keys, carry
+    /// the overhead, calls over tmax and wait state of the per-rank path.
+    #[test]
+    fn merged_keys_evaluate_the_sites_against_another_profile() {
+        let records = synth::fixture_run(false);
+        let prof = crate::tmax::FnTmax {
+            name: "p.json".into(),
+            q_max: Some(0.9),
+            f: |f: &str, _p: u32, _b: u64, _r: Option<&str>| {
+                let (base_s, noise_s) = match f {
+                    "MPI_Recv" => (5e-6, 1e-6),
+                    "MPI_Wait" => (250e-6, 20e-6),
+                    "MPI_Allreduce" => (10e-6, 2e-6),
+                    "MPI_Bcast" => (20e-6, 4e-6),
+                    "MPI_Send" => (3e-6, 0.5e-6),
+                    _ => return None,
+                };
+                let t = synth::Times {
+                    base_s,
+                    noise_s,
+                    delay_s: 0.0,
+                };
+                Some((synth::fixture_tmax(t), false))
+            },
+        };
+        let opts = Options::default();
+        let direct = analyze_records("run", &records, summary_of(&records), Some(&prof), &opts);
+        let mut job = records
+            .iter()
+            .map(|r| JobAgg::decode(&JobAgg::of_record(r).encode().unwrap()).unwrap())
+            .reduce(|mut a, b| {
+                a.merge(b);
+                a
+            })
+            .unwrap();
+        let rdv = rendezvous(&opts, Some(&prof), None, None);
+        assert!(job.reevaluate(Some(&prof), rdv.0));
+        let (agg, _) = job.into_parts();
+        let merged = super::super::assemble::finish(
+            agg,
+            summary_of(&records),
+            "run",
+            Some(&prof),
+            &opts,
+            rdv,
+        );
+        assert_eq!(merged.sites.len(), direct.sites.len());
+        assert!(direct
+            .sites
+            .iter()
+            .any(|s| s.overhead_s.unwrap_or(0.0) > 0.0));
+        for d in &direct.sites {
+            let m = merged
+                .sites
+                .iter()
+                .find(|m| m.location == d.location && m.mpi_function == d.mpi_function)
+                .unwrap_or_else(|| panic!("no {} in the merged report", d.location));
+            let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * a.abs().max(1e-12),
+                (a, b) => a.is_none() && b.is_none(),
+            };
+            assert!(
+                close(d.overhead_s, m.overhead_s),
+                "{}: {:?} vs {:?}",
+                d.location,
+                d.overhead_s,
+                m.overhead_s
+            );
+            assert_eq!(d.wait_state, m.wait_state, "{}", d.location);
+            assert_eq!(d.significant, m.significant, "{}", d.location);
+        }
+        assert_eq!(
+            serde_json::to_value(&merged.methods.lookups).unwrap(),
+            serde_json::to_value(&direct.methods.lookups).unwrap()
+        );
     }
 
     #[test]
