@@ -8,10 +8,7 @@
 //! `MPIOVER_E2E_SRUN=1` demands it. Open MPI only: the Debian MPICH is
 //! launched by its own Hydra here.
 
-use std::path::Path;
 use std::process::Command;
-
-use serde_json::Value;
 
 use crate::harness::*;
 
@@ -44,22 +41,6 @@ fn record(test: &str, format: &str) -> (std::path::PathBuf, Outcome) {
     (run, out)
 }
 
-fn report(run: &Path, out: &Outcome) -> Value {
-    let o = Command::new(mpiover_bin())
-        .args(["report", "-f", "json"])
-        .arg(run)
-        .env_remove("LD_PRELOAD")
-        .output()
-        .expect("runs mpiover report");
-    assert!(
-        o.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&o.stderr),
-        out.dump()
-    );
-    serde_json::from_slice(&o.stdout).expect("report JSON")
-}
-
 #[test]
 fn srun_records_per_rank_and_as_a_job_log() {
     if mpi_flavor() == "mpich" {
@@ -85,7 +66,7 @@ fn srun_records_per_rank_and_as_a_job_log() {
         if format == "log" {
             assert_eq!(listed, ["job.mpiover-log"], "{}", out.dump());
         }
-        let rep = report(&run, &out);
+        let rep = report_json_of(&run, None, &out);
         assert_eq!(rep["run"]["ranks_present"], 4, "{format}\n{}", out.dump());
         // Ranks 0 and 2 wait 3 x 20 ms each for their late senders.
         let at = format!("late_sender.c:{recv}");
