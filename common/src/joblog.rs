@@ -52,8 +52,10 @@ pub struct LogHeader {
     pub writer: String,
 }
 
-/// One rank's record as a frame's payload.
-pub fn encode_record(rec: &Record) -> Result<Vec<u8>, String> {
+/// One rank's record as a frame's payload of a version 1 log (nothing
+/// writes those any more; the tests make them, to check they are still read).
+#[cfg(test)]
+pub(crate) fn encode_record(rec: &Record) -> Result<Vec<u8>, String> {
     let packed = rmp_serde::to_vec_named(rec).map_err(|e| format!("MessagePack: {e}"))?;
     zstd::bulk::compress(&packed, 3).map_err(|e| format!("zstd: {e}"))
 }
@@ -84,7 +86,8 @@ impl<W: std::io::Write> LogWriter<W> {
         })
     }
 
-    /// One rank's encoded record ([`encode_record`]).
+    /// One rank's encoded record (version 1), or the merged aggregate's
+    /// frame ([`LogWriter::merged`]).
     pub fn frame(&mut self, rank: u32, payload: &[u8]) -> std::io::Result<()> {
         self.out.write_all(&rank.to_le_bytes())?;
         self.out.write_all(&0u32.to_le_bytes())?;

@@ -117,7 +117,7 @@ fn write_log(
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let mut job = parts
+    let job = parts
         .into_iter()
         .flatten()
         .reduce(|mut a, b| {
@@ -125,7 +125,6 @@ fn write_log(
             a
         })
         .ok_or("no ranks")?;
-    job.set_merge_s(0, 0.0);
     let payload = job.encode()?;
     let mut held: Vec<u32> = job.ranks().map(|(r, _)| r).collect();
     held.sort_unstable();

@@ -261,22 +261,12 @@ impl Agg {
             entries: 1,
             entry,
         };
-        match self.keys.get_mut(&id) {
-            Some(a) => a.merge(k),
-            None => {
-                self.keys.insert(id, k);
-            }
-        }
+        merge_key(&mut self.keys, id, k);
     }
 
     pub(crate) fn merge(&mut self, o: Agg) {
-        for (k, v) in o.keys {
-            match self.keys.get_mut(&k) {
-                Some(a) => a.merge(v),
-                None => {
-                    self.keys.insert(k, v);
-                }
-            }
+        for (id, k) in o.keys {
+            merge_key(&mut self.keys, id, k);
         }
         for (k, v) in o.sites {
             match self.sites.get_mut(&k) {
@@ -351,5 +341,14 @@ pub(crate) fn site_eval(acc: &mut SiteAcc, ev: &EntryEval, count: u64, state: Op
     }
     if let Some(why) = &ev.missing {
         *acc.missing.entry(why.clone()).or_default() += count;
+    }
+}
+
+fn merge_key(keys: &mut HashMap<KeyId, KeyAcc>, id: KeyId, k: KeyAcc) {
+    match keys.entry(id) {
+        std::collections::hash_map::Entry::Occupied(mut o) => o.get_mut().merge(k),
+        std::collections::hash_map::Entry::Vacant(v) => {
+            v.insert(k);
+        }
     }
 }

@@ -181,7 +181,7 @@ fn read_merged(
     // Another profile or eager limit than the run's: the sites are evaluated
     // again from the merged keys; the per-rank figures cannot be.
     let again = tmax.is_some() || opts.eager_limit.is_some();
-    let rdv_again = again.then(|| rendezvous(opts, tmax, None, None));
+    let rdv_again = again.then(|| ja.rendezvous_given(opts, tmax));
     if let Some(r) = &rdv_again {
         if !ja.reevaluate(tmax, r.0) {
             return Err(RunError::Invalid {

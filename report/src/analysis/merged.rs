@@ -27,9 +27,19 @@ use super::*;
 #[derive(Debug, Serialize, Deserialize)]
 pub struct JobAgg {
     agg: Agg,
-    /// The eager limit the folding used, as the lowest rank saw it (the
-    /// report on per-rank records asks the first record).
-    rendezvous: (u32, u64, RendezvousSource, String),
+    /// What the lowest rank held decides the eager limit, as the first
+    /// record does for the report on per-rank records.
+    lowest: Lowest,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Lowest {
+    rank: u32,
+    /// The eager limit the folding used.
+    rendezvous: (u64, RendezvousSource, String),
+    /// What the MPI library stated (`MPI_T`): the eager limit when a profile
+    /// given to the report does not measure one.
+    mpi_t: Option<MpiTValue>,
 }
 
 impl JobAgg {
@@ -62,14 +72,18 @@ impl JobAgg {
         agg.add_record(rec, None, rdv.0);
         JobAgg {
             agg,
-            rendezvous: (rec.rank, rdv.0, rdv.1, rdv.2),
+            lowest: Lowest {
+                rank: rec.rank,
+                rendezvous: rdv,
+                mpi_t: rec.eager_limit.clone(),
+            },
         }
     }
 
     /// Adds another part of the job (ranks of another subtree).
     pub fn merge(&mut self, o: JobAgg) {
-        if o.rendezvous.0 < self.rendezvous.0 {
-            self.rendezvous = o.rendezvous.clone();
+        if o.lowest.rank < self.lowest.rank {
+            self.lowest = o.lowest;
         }
         self.agg.merge(o.agg);
     }
@@ -150,9 +164,19 @@ impl JobAgg {
         true
     }
 
+    /// The eager limit of a report given `--eager-limit` or a profile, as
+    /// [`rendezvous_of`] decides it for per-rank records: the option, the
+    /// profile's measurement, else what the library stated.
+    pub(crate) fn rendezvous_given(
+        &self,
+        opts: &Options,
+        tmax: Option<&dyn TmaxSource>,
+    ) -> (u64, RendezvousSource, String) {
+        rendezvous(opts, tmax, None, self.lowest.mpi_t.as_ref())
+    }
+
     pub(crate) fn into_parts(self) -> (Agg, (u64, RendezvousSource, String)) {
-        let (_, b, s, d) = self.rendezvous;
-        (self.agg, (b, s, d))
+        (self.agg, self.lowest.rendezvous)
     }
 }
 
@@ -217,7 +241,15 @@ mod tests {
     /// the overhead, calls over tmax and wait state of the per-rank path.
     #[test]
     fn merged_keys_evaluate_the_sites_against_another_profile() {
-        let records = synth::fixture_run(false);
+        // The library states an eager limit that the profile given does not
+        // measure: the report on either path falls back to it.
+        let mut records = synth::fixture_run(false);
+        for r in &mut records {
+            r.eager_limit = Some(MpiTValue {
+                cvar: "btl_x_eager_limit".into(),
+                bytes: 4095,
+            });
+        }
         let prof = crate::tmax::FnTmax {
             name: "p.json".into(),
             q_max: Some(0.9),
@@ -248,7 +280,7 @@ mod tests {
                 a
             })
             .unwrap();
-        let rdv = rendezvous(&opts, Some(&prof), None, None);
+        let rdv = job.rendezvous_given(&opts, Some(&prof));
         assert!(job.reevaluate(Some(&prof), rdv.0));
         let (agg, _) = job.into_parts();
         let merged = super::super::assemble::finish(
@@ -260,6 +292,17 @@ mod tests {
             rdv,
         );
         assert_eq!(merged.sites.len(), direct.sites.len());
+        assert_eq!(
+            (
+                merged.methods.rendezvous_bytes,
+                &merged.methods.rendezvous_source
+            ),
+            (
+                direct.methods.rendezvous_bytes,
+                &direct.methods.rendezvous_source
+            )
+        );
+        assert_eq!(direct.methods.rendezvous_bytes, 4096);
         assert!(direct
             .sites
             .iter()
