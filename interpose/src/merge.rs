@@ -120,10 +120,13 @@ pub fn into_job_log(
     let t0 = crate::timer::mono_ns();
     let (me, p) = (info.head.rank as usize, info.head.ranks as usize);
     let mut dup: MPI_Comm = consts::comm_null();
+    // A private copy of MPI_COMM_WORLD made by a split, not MPI_Comm_dup:
+    // a dup would run the copy callbacks of every attribute the program
+    // put on MPI_COMM_WORLD, and the program would see them run.
     // SAFETY: MPI is initialized and not finalized (we are inside the
     // MPI_Finalize wrapper, before PMPI_Finalize); `dup` is written once.
-    if unsafe { PMPI_Comm_dup(consts::comm_world(), &mut dup) } != 0 {
-        warn("cannot duplicate MPI_COMM_WORLD");
+    if unsafe { PMPI_Comm_split(consts::comm_world(), 0, me as c_int, &mut dup) } != 0 {
+        warn("cannot make a private copy of MPI_COMM_WORLD");
         resolve_rest(rec, &[]);
         return false;
     }

@@ -24,12 +24,24 @@ pub const EAGER_CVARS: &[&str] = &[
 /// said so, or `None` when it exposes none of [`EAGER_CVARS`] (or no `MPI_T`).
 /// Call between `MPI_Init` and `MPI_Finalize`, from one thread; uses only
 /// `PMPI_T_*`, opens and closes its own `MPI_T` session.
+///
+/// `MPI_T` is initialized at the thread level MPI granted the process (what
+/// `MPI_Query_thread` answers), and not at all when that cannot be asked,
+/// because Open MPI 4.1's `MPI_T_init_thread` overwrites the process's
+/// thread level with the one it is asked for. Asked for `MPI_THREAD_SINGLE`
+/// after `MPI_Init_thread(MPI_THREAD_MULTIPLE)`, it made `MPI_Query_thread`
+/// answer 0 and cleared the flag (`ompi_mpi_thread_multiple`) that its
+/// ob1 transport reads in every blocking `MPI_Send` / `MPI_Recv` to decide
+/// whether threads may be calling at once.
 pub fn eager_limit() -> Option<(&'static str, u64)> {
-    let mut provided: c_int = 0;
+    let (mut granted, mut provided): (c_int, c_int) = (0, 0);
     // SAFETY: MPI_T may be initialized any number of times, with a matching
     // finalize; every out-pointer below is a valid local.
     unsafe {
-        if PMPI_T_init_thread(0, &mut provided) != 0 {
+        if PMPI_Query_thread(&mut granted) != 0 {
+            return None;
+        }
+        if PMPI_T_init_thread(granted, &mut provided) != 0 {
             return None;
         }
         let mut found = None;

@@ -17,6 +17,7 @@ use crate::{rt, timer};
 
 mod about;
 mod cost;
+mod foreign;
 mod run_dir;
 mod signals;
 
@@ -109,6 +110,15 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
         return;
     }
     let opts = crate::opt::get();
+    // Built for another MPI library: every handle of ours would be invalid
+    // in the program's library. Recording stays off (every wrapper then only
+    // forwards), and no MPI call of ours is made.
+    if let Some(msg) = foreign::foreign_library() {
+        if !opts.quiet && foreign::launcher_rank_is_zero() {
+            eprintln!("mpiover: {msg}");
+        }
+        return;
+    }
     let busy = rt::busy();
     if ENTRY_MONO_NS.load(SeqCst) == 0 {
         note_init_entry();

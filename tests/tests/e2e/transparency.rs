@@ -59,3 +59,84 @@ transparent!(transparency_datatypes, 4, "datatypes", []);
 transparent!(transparency_datatypes_2_ranks, 2, "datatypes", []);
 transparent!(transparency_pingpong, 2, "pingpong", []);
 transparent!(transparency_alltoallw, 3, "alltoallw", ["4", "5", "1"]);
+
+/// What the program asks MPI about itself (thread level granted and queried,
+/// `MPI_Is_thread_main` on the main and on another thread, `MPI_Initialized`
+/// and `MPI_Finalized`, `MPI_COMM_WORLD`'s error handler and attributes,
+/// `MPI_Pcontrol`'s return, its own attribute callbacks) is the same with
+/// the preload, per-rank records and job log alike. Regression: the tool's
+/// `MPI_T` query of the eager limit at `MPI_Init` used to make Open MPI's
+/// `MPI_Query_thread` answer `MPI_THREAD_SINGLE` after
+/// `MPI_Init_thread(MPI_THREAD_MULTIPLE)` had provided it; the job log's
+/// merge used to duplicate `MPI_COMM_WORLD`, running the program's copy
+/// callbacks.
+fn thread_level_same_with_and_without(how: &str) {
+    let test = format!("thread_level_{how}");
+    let dir = scratch(&test);
+    let prog = example_in("threads", "thread_level");
+    let sorted = |out: &str| {
+        let mut l: Vec<&str> = out.lines().collect();
+        l.sort();
+        l.join("\n")
+    };
+    let plain = Job::program(2, &prog, &[how], &dir).run();
+    plain.assert_success();
+    let expected = sorted(&plain.stdout);
+    // The program's own view, before comparing: MPI_Query_thread agrees
+    // with what MPI_Init_thread provided, on every rank.
+    if how != "init" {
+        assert_eq!(
+            expected.matches("query_thread equals provided 1").count(),
+            2,
+            "without the tool, the thread level queried differs from the one provided?\n{}",
+            plain.dump()
+        );
+    }
+    for format in ["per-rank", "log"] {
+        let run = dir.join(format!("run-{format}"));
+        let prof = Job::program(2, &prog, &[how], &dir)
+            .profiled(&run)
+            .env("MPIOVER_FORMAT", format)
+            .run();
+        prof.assert_success();
+        assert_eq!(
+            sorted(&prof.stdout),
+            expected,
+            "{how}, MPIOVER_FORMAT={format}: what the program sees differs with the preload\n\
+             === without\n{}\n=== with\n{}",
+            plain.dump(),
+            prof.dump()
+        );
+        let written = std::fs::read_dir(&run).map(|d| d.count()).unwrap_or(0);
+        assert!(
+            written > 0,
+            "{format}: nothing written to {}",
+            run.display()
+        );
+    }
+}
+
+#[test]
+fn transparency_thread_level_after_init() {
+    thread_level_same_with_and_without("init");
+}
+
+#[test]
+fn transparency_thread_level_single() {
+    thread_level_same_with_and_without("single");
+}
+
+#[test]
+fn transparency_thread_level_funneled() {
+    thread_level_same_with_and_without("funneled");
+}
+
+#[test]
+fn transparency_thread_level_serialized() {
+    thread_level_same_with_and_without("serialized");
+}
+
+#[test]
+fn transparency_thread_level_multiple() {
+    thread_level_same_with_and_without("multiple");
+}
