@@ -579,6 +579,7 @@ pub const HAND_WRITTEN: &[&str] = &[
     "MPI_Finalize",
     "MPI_Abort",
     "MPI_Pcontrol",
+    "MPI_Session_init",
 ];
 
 /// Declared by some `mpi.h` (MPICH 4) but defined only in the Fortran

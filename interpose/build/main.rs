@@ -60,12 +60,14 @@ fn main() {
     println!("cargo:rustc-check-cfg=cfg(mpi_flavor, values(\"openmpi\", \"mpich\", \"unknown\"))");
     println!("cargo:rustc-check-cfg=cfg(mpi_handles_are_pointers)");
     println!("cargo:rustc-check-cfg=cfg(mpiover_fp)");
+    println!("cargo:rustc-check-cfg=cfg(mpi_sessions)");
 
     let bindings = env::var("DEP_MPI_BINDINGS")
         .expect("DEP_MPI_BINDINGS not set (mpiover-mpisys links = \"mpi\")");
     println!("cargo:rerun-if-changed={bindings}");
     let flavor = env::var("DEP_MPI_FLAVOR").unwrap_or_else(|_| "unknown".into());
     println!("cargo:rustc-cfg=mpi_flavor=\"{flavor}\"");
+    println!("cargo:rustc-env=MPIOVER_BUILT_FOR={flavor}");
 
     // The return address is read through the frame pointer only when frame
     // pointers are really forced (.cargo/config.toml); else unwinding.
@@ -94,6 +96,11 @@ fn main() {
         println!("cargo:rustc-cfg=mpi_handles_are_pointers");
     }
 
+    // MPI-4 sessions (MPICH 4; not Open MPI 4.1): `MPI_Session_init` is
+    // hand-written (src/hooks.rs) where the header declares it.
+    if funcs.contains_key("PMPI_Session_init") {
+        println!("cargo:rustc-cfg=mpi_sessions");
+    }
     let wrap = wrappable(&funcs);
     let events = check_spec(&wrap, &bindings);
 

@@ -156,3 +156,20 @@ pub unsafe extern "C" fn MPI_Pcontrol() {
 pub unsafe extern "C" fn MPI_Pcontrol() {
     core::arch::naked_asm!("b {}", sym mpiover_c_pcontrol)
 }
+
+/// `MPI_Session_init` (MPI-4 sessions; declared by MPICH 4, not by Open MPI
+/// 4.1): forwarded untouched. The tool starts recording at `MPI_Init*`
+/// (the world model), so a process that opens a session before, or instead
+/// of, `MPI_Init` is told once that what it does through sessions is not
+/// profiled, rather than finding no record and no reason.
+#[cfg(mpi_sessions)]
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_init(
+    info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    session: *mut MPI_Session,
+) -> c_int {
+    crate::init::note_session();
+    // SAFETY: the caller is the MPI program, passing what the MPI standard defines for this function; the arguments go to the PMPI twin unchanged.
+    unsafe { PMPI_Session_init(info, errhandler, session) }
+}

@@ -66,5 +66,11 @@ pub mod wrappers {
     include!(concat!(env!("OUT_DIR"), "/wrappers.rs"));
 }
 
+/// The MPI library family this build was made for, as a marker that
+/// `mpiover record` finds in the file (`mpiover-built-for:<flavor>;`) to
+/// preload the build that matches the job's launcher.
+#[used]
+pub static BUILT_FOR: &str = concat!("mpiover-built-for:", env!("MPIOVER_BUILT_FOR"), ";");
+
 /// Number of generated wrappers.
 pub const WRAPPED: &str = env!("MPIOVER_WRAPPED");

@@ -7,21 +7,51 @@ use std::os::raw::{c_int, c_void};
 use crate::*;
 
 /// Control variables that hold a library's eager limit between two ranks of
-/// one host, in the order asked (the first one the library defines with a
-/// positive value wins): Open MPI's shared-memory transports (4.x `vader`,
-/// 5.x `sm`), MPICH's nemesis shared memory, then its generic eager limit
-/// (which also governs shared memory when the first is left at its default,
-/// -1), and the ch4 OFI netmod's.
-pub const EAGER_CVARS: &[&str] = &[
-    "btl_vader_eager_limit",
-    "btl_sm_eager_limit",
+/// one host, per library and device, in the order asked (the first one the
+/// library defines with a positive value wins). A library registers the
+/// variables of every device it was built with, used or not (MPICH 4's ch4
+/// build still answers `MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE`, 128 KiB, which
+/// governs nothing there), so the device is read from the library's version
+/// string first ([`eager_cvars`]).
+///
+/// - Open MPI: its shared-memory transport (4.x `vader`, 5.x `sm`).
+/// - MPICH ch4: the POSIX shared-memory queue's cell size (a message larger
+///   than one cell, less its header, goes by rendezvous); ch4's network
+///   modules (UCX, OFI) have no same-host limit.
+/// - MPICH ch3: nemesis shared memory, then the generic eager limit (which
+///   also governs shared memory when the first is left at its default, -1).
+pub const OPEN_MPI_EAGER_CVARS: &[&str] = &["btl_vader_eager_limit", "btl_sm_eager_limit"];
+pub const MPICH_CH4_EAGER_CVARS: &[&str] = &["MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE"];
+pub const MPICH_CH3_EAGER_CVARS: &[&str] = &[
     "MPIR_CVAR_NEMESIS_SHM_EAGER_MAX_SZ",
     "MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE",
-    "MPIR_CVAR_CH4_OFI_EAGER_MAX_MSG_SIZE",
 ];
 
+/// The control variables to ask, given the library's version string
+/// (`MPI_Get_library_version`); every known one when the string says
+/// neither library nor device.
+pub fn eager_cvars(version: &str) -> Vec<&'static str> {
+    if version.contains("Open MPI") {
+        return OPEN_MPI_EAGER_CVARS.to_vec();
+    }
+    let device = version
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("MPICH Device:"))
+        .map(str::trim);
+    match device {
+        Some(d) if d.starts_with("ch4") => MPICH_CH4_EAGER_CVARS.to_vec(),
+        Some(d) if d.starts_with("ch3") => MPICH_CH3_EAGER_CVARS.to_vec(),
+        _ => [
+            OPEN_MPI_EAGER_CVARS,
+            MPICH_CH4_EAGER_CVARS,
+            MPICH_CH3_EAGER_CVARS,
+        ]
+        .concat(),
+    }
+}
+
 /// The eager limit the library states (bytes) and the control variable that
-/// said so, or `None` when it exposes none of [`EAGER_CVARS`] (or no `MPI_T`).
+/// said so, or `None` when it exposes none of [`eager_cvars`] (or no `MPI_T`).
 /// Call between `MPI_Init` and `MPI_Finalize`, from one thread; uses only
 /// `PMPI_T_*`, opens and closes its own `MPI_T` session.
 ///
@@ -45,7 +75,7 @@ pub fn eager_limit() -> Option<(&'static str, u64)> {
             return None;
         }
         let mut found = None;
-        for &name in EAGER_CVARS {
+        for name in eager_cvars(&library_version()) {
             if let Some(v) = read_int_cvar(name).filter(|&v| v > 0) {
                 found = Some((name, v as u64));
                 break;
@@ -108,4 +138,40 @@ unsafe fn read_int_cvar(name: &str) -> Option<i64> {
             buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7],
         ])
     })
+}
+
+/// The library's version string (`MPI_Get_library_version`), empty when it
+/// cannot be read.
+fn library_version() -> String {
+    // MPICH's MPI_MAX_LIBRARY_VERSION_STRING is 8192, Open MPI's 256.
+    let mut buf = vec![0u8; 16384];
+    let mut len: c_int = 0;
+    // SAFETY: a buffer larger than any library's version string, a valid
+    // out-pointer; the call takes no handle.
+    if unsafe { PMPI_Get_library_version(buf.as_mut_ptr() as *mut std::os::raw::c_char, &mut len) }
+        != 0
+    {
+        return String::new();
+    }
+    buf.truncate(len.clamp(0, 16384) as usize);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_device_picks_the_control_variables() {
+        assert_eq!(
+            eager_cvars("Open MPI v4.1.4, package: Debian OpenMPI"),
+            OPEN_MPI_EAGER_CVARS
+        );
+        let ch4 = "MPICH Version:    \t4.0.2\nMPICH Device:    \tch4:ucx\n";
+        assert_eq!(eager_cvars(ch4), MPICH_CH4_EAGER_CVARS);
+        assert!(!eager_cvars(ch4).contains(&"MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE"));
+        let ch3 = "MPICH Version:\t3.4.1\nMPICH Device:\tch3:nemesis\n";
+        assert_eq!(eager_cvars(ch3), MPICH_CH3_EAGER_CVARS);
+        assert_eq!(eager_cvars("Some MPI 1.0").len(), 5);
+    }
 }

@@ -102,6 +102,25 @@ pub fn warn(warnings: &mut Vec<String>, msg: String, print: bool) {
 
 const BCAST_LEN: usize = 8192;
 
+/// Called by `MPI_Session_init`: a process that has not called `MPI_Init*`
+/// is told once (rank 0 of the launcher, unless `MPIOVER_QUIET`) that its
+/// sessions are not profiled; after `MPI_Init*` nothing is said (the world
+/// model's calls are recorded as usual, and calls on a session's
+/// communicators are recorded like any other).
+pub fn note_session() {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if INIT_STARTED.load(SeqCst) || SAID.swap(true, SeqCst) {
+        return;
+    }
+    if !crate::opt::get().quiet && foreign::launcher_rank_is_zero() {
+        eprintln!(
+            "mpiover: warning: MPI_Session_init before MPI_Init: mpiover records from \
+             MPI_Init or MPI_Init_thread on, so MPI used through sessions alone is not profiled \
+             (no record is written unless the process also calls MPI_Init)"
+        );
+    }
+}
+
 /// Called once, after `PMPI_Init*` succeeded: `fid` is the function
 /// (`MPI_Init`, `MPI_Init_thread`, or their Fortran twins, which report under
 /// the C name) and `init_ns` how long the PMPI call took.

@@ -52,6 +52,23 @@ pub fn launcher_kind(launcher: &OsStr) -> Kind {
     }
 }
 
+/// The MPI library family whose launcher this is (`openmpi`, `mpich`), as
+/// far as its name and kind tell; `None` for launchers of either (`srun`)
+/// and for a program run alone.
+pub fn launcher_family(launcher: &OsStr, kind: Kind) -> Option<&'static str> {
+    match kind {
+        Kind::OpenMpi => Some("openmpi"),
+        Kind::Program => None,
+        Kind::Launcher => {
+            let name = base_name(launcher);
+            ["mpirun", "mpiexec", "hydra"]
+                .iter()
+                .any(|n| name.contains(n))
+                .then_some("mpich")
+        }
+    }
+}
+
 /// Whether `<launcher> --version` mentions Open MPI (or its runtime, OpenRTE).
 pub(crate) fn says_open_mpi(launcher: &OsStr) -> bool {
     let child = Command::new(launcher)

@@ -37,6 +37,77 @@ pub(crate) fn find_lib(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     )
 }
 
+/// The MPI family a `libmpiover.so` was built for, from the marker the
+/// interposer carries (`mpiover-built-for:<flavor>;`); `None` for a file
+/// without one.
+pub fn built_for(lib: &Path) -> Option<String> {
+    const MARK: &[u8] = b"mpiover-built-for:";
+    let bytes = std::fs::read(lib).ok()?;
+    let at = bytes.windows(MARK.len()).position(|w| w == MARK)? + MARK.len();
+    let rest = bytes.get(at..)?;
+    let end = rest.iter().take(32).position(|&c| c == b';')?;
+    Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
+/// The library to preload for a job whose launcher belongs to `family`:
+/// `found` when it was built for that family (or either is unknown), else
+/// the first build for that family in the usual places beside the
+/// executable (`target/release` and `target/mpich/release` of one cargo
+/// tree, `lib/<family>/` of an installed tree). A mismatch is said on
+/// stderr; without a matching build the found one is kept (it stays off in
+/// the job and says so).
+pub fn matching_lib(found: PathBuf, family: Option<&str>, exe: &Path, explicit: bool) -> PathBuf {
+    let Some(family) = family else { return found };
+    let Some(has) = built_for(&found) else {
+        return found;
+    };
+    if has == family {
+        return found;
+    }
+    if !explicit {
+        let dir = exe.parent().unwrap_or(Path::new("."));
+        let others = [
+            dir.join("..").join("mpich").join("release").join(LIB_NAME),
+            dir.join("..").join("..").join("release").join(LIB_NAME),
+            dir.join("..").join("lib").join(family).join(LIB_NAME),
+        ];
+        if let Some(p) = others
+            .iter()
+            .filter(|p| p.is_file())
+            .find(|p| built_for(p).as_deref() == Some(family))
+        {
+            if let Ok(p) = absolute(p) {
+                eprintln!(
+                    "mpiover: the launcher is {}'s: preloading {} (built for it) instead of {}",
+                    family_name(family),
+                    p.display(),
+                    found.display()
+                );
+                return p;
+            }
+        }
+    }
+    eprintln!(
+        "mpiover: warning: {} was built for {} but the launcher is {}'s: the tool will stay \
+         off in the job; build it for {} (scripts/setup and `MPICC=mpicc.mpich \
+         CARGO_TARGET_DIR=target/mpich cargo build --release -p mpiover-interpose` make both) \
+         or pass that build with --lib",
+        found.display(),
+        family_name(&has),
+        family_name(family),
+        family_name(family)
+    );
+    found
+}
+
+fn family_name(f: &str) -> &str {
+    match f {
+        "openmpi" => "Open MPI",
+        "mpich" => "MPICH",
+        other => other,
+    }
+}
+
 /// Where the library is looked for relative to the `mpiover` executable.
 pub fn lib_candidates(exe: &Path) -> Vec<PathBuf> {
     let dir = exe.parent().unwrap_or(Path::new("."));

@@ -106,6 +106,10 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
         None => None,
     };
     let kind = launcher_kind(launcher);
+    let explicit =
+        a.lib.is_some() || std::env::var_os("MPIOVER_LIB").is_some_and(|v| !v.is_empty());
+    let exe = std::env::current_exe().context("cannot find the mpiover executable")?;
+    let lib = matching_lib(lib, launcher_family(launcher, kind), &exe, explicit);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let out = match a.out.clone().or_else(|| {
         std::env::var_os("MPIOVER_OUT")
@@ -228,6 +232,43 @@ mod tests {
         assert_eq!(launcher_kind(OsStr::new("mpirun.mpich")), Kind::Launcher);
         assert_eq!(launcher_kind(OsStr::new("srun")), Kind::Launcher);
         assert_eq!(launcher_kind(OsStr::new("./app")), Kind::Program);
+    }
+
+    #[test]
+    fn the_launcher_names_its_mpi_family() {
+        let f = |n: &str| launcher_family(OsStr::new(n), launcher_kind(OsStr::new(n)));
+        assert_eq!(f("mpirun.openmpi"), Some("openmpi"));
+        assert_eq!(f("mpiexec.mpich"), Some("mpich"));
+        assert_eq!(f("mpiexec.hydra"), Some("mpich"));
+        assert_eq!(f("srun"), None);
+        assert_eq!(f("./app"), None);
+    }
+
+    #[test]
+    fn a_build_for_the_other_mpi_is_swapped_for_the_matching_one() {
+        let root = std::env::temp_dir().join(format!("mpiover-lib-pick-{}", std::process::id()));
+        let (ompi, mpich) = (root.join("release"), root.join("mpich").join("release"));
+        for (d, f) in [(&ompi, "openmpi"), (&mpich, "mpich")] {
+            std::fs::create_dir_all(d).unwrap();
+            let body = format!("\x7fELF...mpiover-built-for:{f};...");
+            std::fs::write(d.join(LIB_NAME), body).unwrap();
+        }
+        let exe = ompi.join("mpiover");
+        let found = ompi.join(LIB_NAME);
+        assert_eq!(built_for(&found).as_deref(), Some("openmpi"));
+        let picked = matching_lib(found.clone(), Some("mpich"), &exe, false);
+        assert_eq!(built_for(&picked).as_deref(), Some("mpich"));
+        // Asked for by name (--lib, MPIOVER_LIB): kept, with a warning.
+        assert_eq!(
+            matching_lib(found.clone(), Some("mpich"), &exe, true),
+            found
+        );
+        assert_eq!(
+            matching_lib(found.clone(), Some("openmpi"), &exe, false),
+            found
+        );
+        assert_eq!(matching_lib(found.clone(), None, &exe, false), found);
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod calibrated;
 mod cxx;
 mod diff;
 mod exports;
+mod foreign;
 mod fortran;
 mod halo;
 mod joblog;
