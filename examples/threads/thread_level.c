@@ -7,15 +7,32 @@
  * MPI_COMM_WORLD runs only when someone duplicates it; a delete callback on
  * MPI_COMM_SELF runs once, inside MPI_Finalize).
  *
- * usage: thread_level init|single|funneled|serialized|multiple
+ * usage: thread_level init|single|funneled|serialized|multiple [DIR]
  *   init: MPI_Init; the others: MPI_Init_thread with that level required.
- * Every rank prints its lines prefixed with its rank. */
+ * Every rank prints its lines prefixed with its rank, on stdout or, with DIR,
+ * into DIR/facts-<rank>.txt (MPICH's launcher can cut lines of different
+ * ranks into each other on a shared stdout). */
 #include <mpi.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 static int copies, deletes;
+
+/* One line, written at once: the launchers forward each rank's output as it
+ * comes, and a line written in pieces can be cut by another rank's. */
+static void say(int rank, const char *fmt, ...)
+{
+    char line[256];
+    int n = snprintf(line, sizeof line, "rank %d: ", rank);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - n, fmt, ap);
+    va_end(ap);
+    puts(line);
+    fflush(stdout);
+}
 
 static int count_copy(MPI_Comm c, int key, void *extra, void *in, void *out, int *flag)
 {
@@ -65,7 +82,13 @@ int main(int argc, char **argv)
     else
         rc = MPI_Init_thread(&argc, &argv, required, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-#define SAY(...) (printf("rank %d: ", rank), printf(__VA_ARGS__), putchar('\n'))
+    if (argc > 2) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/facts-%d.txt", argv[2], rank);
+        if (!freopen(path, "w", stdout))
+            return 2;
+    }
+#define SAY(...) say(rank, __VA_ARGS__)
     SAY("init %s rc %d provided %d", how, rc, provided);
     SAY("initialized before init %d", before_init);
     MPI_Initialized(&flag);
@@ -110,7 +133,6 @@ int main(int argc, char **argv)
     }
     MPI_Finalized(&before_fin);
     SAY("finalized before finalize %d", before_fin);
-    fflush(stdout);
     rc = MPI_Finalize();
     MPI_Finalized(&after_fin);
     SAY("finalize rc %d finalized after %d", rc, after_fin);
