@@ -340,8 +340,11 @@ fn request_warnings(w: &[String], dropped: u64, unmatched: u64) -> Vec<String> {
     if unmatched > 0 {
         w.push(
             "unmatched completions: completed requests that no wrapped call on the \
-             completing thread posted while recording (another thread, \
-             MPI_Pcontrol(0), MPI-IO, RMA, a full request map) have no posting site"
+             completing thread posted while recording have no posting site (requests \
+             made by calls the tool does not time as posts: MPI_Comm_idup, generalized \
+             requests, MPI-IO, RMA, MPI-4 persistent collectives, partitioned and \
+             MPI_Isendrecv; or posted on another thread, under MPI_Pcontrol(0), or past \
+             a full request map)"
                 .to_string(),
         );
     }

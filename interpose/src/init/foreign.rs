@@ -84,9 +84,14 @@ pub(crate) fn foreign_library() -> Option<String> {
 /// MPI: its handles are not the program's library's). Unknown counts as 0,
 /// so that the message is never lost.
 pub(crate) fn launcher_rank_is_zero() -> bool {
-    let rank = ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok());
+    let rank = [
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+        "PMIX_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|k| std::env::var(k).ok());
     match rank {
         Some(r) => r.trim() == "0",
         None => true,
