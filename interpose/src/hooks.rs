@@ -13,6 +13,7 @@ use crate::rt;
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    crate::init::check_before_init();
     // SAFETY: the caller is the MPI program, passing what the MPI standard defines for this function; the arguments go to the PMPI twin unchanged.
     unsafe {
         let t0 = crate::init::note_init_entry();
@@ -34,6 +35,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
+    crate::init::check_before_init();
     // SAFETY: the caller is the MPI program, passing what the MPI standard defines for this function; the arguments go to the PMPI twin unchanged.
     unsafe {
         let t0 = crate::init::note_init_entry();

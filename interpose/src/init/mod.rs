@@ -23,6 +23,7 @@ mod signals;
 
 pub use about::*;
 use cost::*;
+pub use foreign::check_before_init;
 use run_dir::*;
 pub use signals::*;
 

@@ -1,6 +1,8 @@
 //! The library meets an MPI it was not built for, or a program it cannot
 //! profile: the program runs as it would without the tool, and the user is
-//! told once, on stderr, why there is no record and what to do.
+//! told once, on stderr, why there is no record and what to do. A build for
+//! the other library restarts the process without itself (at load, or at
+//! `MPI_Init` when MPI is loaded later, as by mpi4py).
 //!
 //! These need both builds of the interposer (Open MPI's in `target/release`,
 //! MPICH's in `target/mpich/release`) and MPICH 4 (sessions), so they run in
@@ -48,9 +50,10 @@ fn records_in(dir: &Path) -> usize {
 
 /// Regression: the Open MPI build preloaded into an MPICH program aborted it
 /// ("Fatal error in internal_Comm_rank: Invalid communicator") and said
-/// nothing of why.
+/// nothing of why. It now starts the process again without itself, before
+/// `main`.
 #[test]
-fn mpich_only_open_mpi_build_in_an_mpich_program_stays_off_and_says_so() {
+fn mpich_only_open_mpi_build_in_an_mpich_program_restarts_it_without_the_tool() {
     assert_mpich_leg();
     let dir = scratch("mpich_only_foreign_build");
     let prog = example_in("threads", "thread_level");
@@ -103,6 +106,141 @@ fn mpich_only_open_mpi_build_in_an_mpich_program_stays_off_and_says_so() {
         0,
         "no record from a build that stayed off: {ctx}"
     );
+}
+
+/// The reverse: the MPICH build preloaded into an Open MPI program. Its
+/// wrappers would cut Open MPI's 64-bit handles to MPICH's 32-bit ones (the
+/// program crashed in its first `MPI_Allreduce`), so the library starts the
+/// process again without itself, before `main`.
+#[test]
+fn mpich_only_mpich_build_in_an_open_mpi_program_restarts_it_without_the_tool() {
+    assert_mpich_leg();
+    let dir = scratch("mpich_only_foreign_build_reverse");
+    let prog = dir.join("thread_level_ompi");
+    let cc = Command::new("mpicc")
+        .args(["-g", "-O2", "-o"])
+        .arg(&prog)
+        .arg(examples_src().join("threads").join("thread_level.c"))
+        .arg("-lpthread")
+        .output()
+        .expect("mpicc (Open MPI) runs");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let run = dir.join("run");
+    let mpirun = |preload: bool, facts: &Path| {
+        std::fs::create_dir_all(facts).expect("facts directory");
+        let mut c = Command::new("mpirun");
+        c.args(["-np", "2"]);
+        if preload {
+            c.arg("-x")
+                .arg(format!("LD_PRELOAD={}", build_for("mpich").display()))
+                .arg("-x")
+                .arg(format!("MPIOVER_OUT={}", run.display()));
+        }
+        c.arg(&prog).arg("multiple").arg(facts).current_dir(&dir);
+        for (k, v) in [
+            ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+            ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+            ("OMPI_MCA_rmaps_base_oversubscribe", "1"),
+        ] {
+            c.env(k, v);
+        }
+        c.env_remove("LD_PRELOAD");
+        c.output().expect("mpirun (Open MPI) runs")
+    };
+    let read = |out: &Path| {
+        (0..2)
+            .map(|r| read_all(&out.join(format!("facts-{r}.txt"))))
+            .collect::<Vec<_>>()
+            .join("")
+    };
+    let (without, with) = (dir.join("without"), dir.join("with"));
+    let plain = mpirun(false, &without);
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    let prof = mpirun(true, &with);
+    let stderr = String::from_utf8_lossy(&prof.stderr);
+    let ctx = format!("=== stderr\n{stderr}");
+    assert!(prof.status.success(), "the program failed: {ctx}");
+    assert_eq!(
+        read(&with),
+        read(&without),
+        "what the program sees differs: {ctx}"
+    );
+    let said = stderr
+        .lines()
+        .filter(|l| l.contains("built against MPICH, but the program runs on Open MPI"))
+        .count();
+    assert_eq!(said, 1, "said once, by one rank: {ctx}");
+    assert_eq!(records_in(&run), 0, "no record: {ctx}");
+}
+
+/// An mpi4py program loads MPI after start-up, out of the tool's sight at
+/// load: the Open MPI build preloaded into Python whose mpi4py runs on
+/// MPICH crashed it in `MPI_Init`. It is now started again without the
+/// tool at `MPI_Init`. (The suite's MPICH leg puts an mpi4py built against
+/// MPICH on `PYTHONPATH`.)
+#[test]
+fn mpich_only_open_mpi_build_in_an_mpich_mpi4py_program_restarts_it_without_the_tool() {
+    assert_mpich_leg();
+    let dir = scratch("mpich_only_foreign_python");
+    let script = dir.join("sum.py");
+    std::fs::write(
+        &script,
+        "from mpi4py import MPI\n\
+         c = MPI.COMM_WORLD\n\
+         print(f'rank {c.Get_rank()}: sum {c.allreduce(c.Get_rank() + 1)}', flush=True)\n",
+    )
+    .expect("script");
+    let python = std::env::var("MPIOVER_PYTHON").unwrap_or_else(|_| "python3".into());
+    let run = dir.join("run");
+    let job = |preload: bool| {
+        let mut j = Job::program(
+            2,
+            Path::new(&python),
+            &[&script.display().to_string()],
+            &dir,
+        );
+        if let Some(pp) = std::env::var_os("PYTHONPATH") {
+            j = j.env("PYTHONPATH", pp.to_string_lossy());
+        }
+        if preload {
+            j = j
+                .env("LD_PRELOAD", build_for("openmpi").display().to_string())
+                .env("MPIOVER_OUT", run.display().to_string());
+        }
+        j.command().output().expect("mpiexec.mpich runs")
+    };
+    let plain = job(false);
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    let out = job(true);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let ctx = format!("=== stdout\n{stdout}\n=== stderr\n{stderr}");
+    assert!(out.status.success(), "the program failed: {ctx}");
+    assert_eq!(
+        stdout.matches(": sum 3").count(),
+        2,
+        "both ranks summed: {ctx}"
+    );
+    let said = stderr
+        .lines()
+        .filter(|l| l.contains("built against Open MPI, but the program runs on MPICH"))
+        .count();
+    assert_eq!(said, 1, "said once, by one rank: {ctx}");
+    assert_eq!(records_in(&run), 0, "no record: {ctx}");
 }
 
 /// `mpiover record` run from the Open MPI build's directory, with MPICH's
