@@ -48,6 +48,41 @@ fn records_in(dir: &Path) -> usize {
     })
 }
 
+/// A fresh directory for the facts `thread_level` writes (one file a rank).
+fn facts_dir(dir: &Path, name: &str) -> PathBuf {
+    let out = dir.join(name);
+    std::fs::create_dir_all(&out).expect("facts directory");
+    out
+}
+
+/// What the two ranks of `thread_level` wrote, in rank order.
+fn facts(out: &Path) -> String {
+    (0..2)
+        .map(|r| read_all(&out.join(format!("facts-{r}.txt"))))
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// The job with a build for the other MPI preloaded: it succeeded, one rank
+/// said `phrase` once, and no record was written into `run`. Returns its
+/// stdout and a context for further assertions.
+fn assert_ran_unprofiled(out: &std::process::Output, phrase: &str, run: &Path) -> (String, String) {
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    let ctx = format!("=== stdout\n{stdout}\n=== stderr\n{stderr}");
+    assert!(out.status.success(), "the program failed: {ctx}");
+    let said = stderr.lines().filter(|l| l.contains(phrase)).count();
+    assert_eq!(said, 1, "said once, by one rank: {ctx}");
+    assert_eq!(
+        records_in(run),
+        0,
+        "no record from a build that stayed off: {ctx}"
+    );
+    (stdout, ctx)
+}
+
 /// Regression: the Open MPI build preloaded into an MPICH program aborted it
 /// ("Fatal error in internal_Comm_rank: Invalid communicator") and said
 /// nothing of why. It now starts the process again without itself, before
@@ -57,54 +92,27 @@ fn mpich_only_open_mpi_build_in_an_mpich_program_restarts_it_without_the_tool() 
     assert_mpich_leg();
     let dir = scratch("mpich_only_foreign_build");
     let prog = example_in("threads", "thread_level");
-    let facts = |name: &str| {
-        let out = dir.join(name);
-        std::fs::create_dir_all(&out).expect("facts directory");
-        out
-    };
-    let read = |out: &Path| {
-        (0..2)
-            .map(|r| read_all(&out.join(format!("facts-{r}.txt"))))
-            .collect::<Vec<_>>()
-            .join("")
-    };
-    let without = facts("without");
-    let plain = Job::program(
-        2,
-        &prog,
-        &["multiple", &without.display().to_string()],
-        &dir,
-    )
-    .run();
-    plain.assert_success();
-    let run = dir.join("run");
-    let with = facts("with");
-    let mut c = Job::program(2, &prog, &["multiple", &with.display().to_string()], &dir)
+    let run_with =
+        |out: &Path| Job::program(2, &prog, &["multiple", &out.display().to_string()], &dir);
+    let without = facts_dir(&dir, "without");
+    run_with(&without).run().assert_success();
+    let (run, with) = (dir.join("run"), facts_dir(&dir, "with"));
+    let out = run_with(&with)
         .env("LD_PRELOAD", build_for("openmpi").display().to_string())
         .env("MPIOVER_OUT", run.display().to_string())
-        .command();
-    let out = c.output().expect("mpiexec.mpich runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let ctx = format!("=== stderr\n{stderr}");
-    assert!(out.status.success(), "the program failed: {ctx}");
+        .command()
+        .output()
+        .expect("mpiexec.mpich runs");
+    let phrase = "built against Open MPI, but the program runs on MPICH";
+    let (_, ctx) = assert_ran_unprofiled(&out, phrase, &run);
     assert_eq!(
-        read(&with),
-        read(&without),
+        facts(&with),
+        facts(&without),
         "what the program sees differs: {ctx}"
     );
-    let said = stderr
-        .lines()
-        .filter(|l| l.contains("built against Open MPI, but the program runs on MPICH"))
-        .count();
-    assert_eq!(said, 1, "said once, by one rank: {ctx}");
     assert!(
-        stderr.contains("target/mpich"),
+        ctx.contains("target/mpich"),
         "names the build to use: {ctx}"
-    );
-    assert_eq!(
-        records_in(&run),
-        0,
-        "no record from a build that stayed off: {ctx}"
     );
 }
 
@@ -131,7 +139,6 @@ fn mpich_only_mpich_build_in_an_open_mpi_program_restarts_it_without_the_tool() 
     );
     let run = dir.join("run");
     let mpirun = |preload: bool, facts: &Path| {
-        std::fs::create_dir_all(facts).expect("facts directory");
         let mut c = Command::new("mpirun");
         c.args(["-np", "2"]);
         if preload {
@@ -151,13 +158,7 @@ fn mpich_only_mpich_build_in_an_open_mpi_program_restarts_it_without_the_tool() 
         c.env_remove("LD_PRELOAD");
         c.output().expect("mpirun (Open MPI) runs")
     };
-    let read = |out: &Path| {
-        (0..2)
-            .map(|r| read_all(&out.join(format!("facts-{r}.txt"))))
-            .collect::<Vec<_>>()
-            .join("")
-    };
-    let (without, with) = (dir.join("without"), dir.join("with"));
+    let (without, with) = (facts_dir(&dir, "without"), facts_dir(&dir, "with"));
     let plain = mpirun(false, &without);
     assert!(
         plain.status.success(),
@@ -165,20 +166,13 @@ fn mpich_only_mpich_build_in_an_open_mpi_program_restarts_it_without_the_tool() 
         String::from_utf8_lossy(&plain.stderr)
     );
     let prof = mpirun(true, &with);
-    let stderr = String::from_utf8_lossy(&prof.stderr);
-    let ctx = format!("=== stderr\n{stderr}");
-    assert!(prof.status.success(), "the program failed: {ctx}");
+    let phrase = "built against MPICH, but the program runs on Open MPI";
+    let (_, ctx) = assert_ran_unprofiled(&prof, phrase, &run);
     assert_eq!(
-        read(&with),
-        read(&without),
+        facts(&with),
+        facts(&without),
         "what the program sees differs: {ctx}"
     );
-    let said = stderr
-        .lines()
-        .filter(|l| l.contains("built against MPICH, but the program runs on Open MPI"))
-        .count();
-    assert_eq!(said, 1, "said once, by one rank: {ctx}");
-    assert_eq!(records_in(&run), 0, "no record: {ctx}");
 }
 
 /// An mpi4py program loads MPI after start-up, out of the tool's sight at
@@ -223,24 +217,13 @@ fn mpich_only_open_mpi_build_in_an_mpich_mpi4py_program_restarts_it_without_the_
         "{}",
         String::from_utf8_lossy(&plain.stderr)
     );
-    let out = job(true);
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    let ctx = format!("=== stdout\n{stdout}\n=== stderr\n{stderr}");
-    assert!(out.status.success(), "the program failed: {ctx}");
+    let phrase = "built against Open MPI, but the program runs on MPICH";
+    let (stdout, ctx) = assert_ran_unprofiled(&job(true), phrase, &run);
     assert_eq!(
         stdout.matches(": sum 3").count(),
         2,
         "both ranks summed: {ctx}"
     );
-    let said = stderr
-        .lines()
-        .filter(|l| l.contains("built against Open MPI, but the program runs on MPICH"))
-        .count();
-    assert_eq!(said, 1, "said once, by one rank: {ctx}");
-    assert_eq!(records_in(&run), 0, "no record: {ctx}");
 }
 
 /// `mpiover record` run from the Open MPI build's directory, with MPICH's
