@@ -138,9 +138,11 @@ unsafe fn read_int_cvar(name: &str) -> Option<i64> {
     })
 }
 
-/// The library's version string (`MPI_Get_library_version`), empty when it
-/// cannot be read.
-fn library_version() -> String {
+/// The version string (`MPI_Get_library_version`) of the library the
+/// process's `PMPI_*` calls reach, empty when it cannot be read. The buffer
+/// fits any library's string, not only the one this crate was built for
+/// (the call needs no handle, and is valid before `MPI_Init`).
+pub fn library_version() -> String {
     // MPICH's MPI_MAX_LIBRARY_VERSION_STRING is 8192, Open MPI's 256.
     let mut buf = vec![0u8; 16384];
     let mut len: c_int = 0;

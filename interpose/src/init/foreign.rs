@@ -9,14 +9,7 @@
 //! ("Invalid communicator" under MPICH). The check asks the library the
 //! program actually runs on for its version string, which needs no handle.
 
-use std::os::raw::c_int;
-
 use mpiover_mpisys::*;
-
-/// The largest `MPI_MAX_LIBRARY_VERSION_STRING` of the libraries we know
-/// (MPICH: 8192, Open MPI: 256), doubled: the buffer must fit the program's
-/// library, not the one this build's header describes.
-const VERSION_BUF: usize = 16384;
 
 /// Which family a library version string belongs to.
 fn family(version: &str) -> &'static str {
@@ -221,16 +214,10 @@ pub(crate) fn foreign_library() -> Option<String> {
     if FLAVOR == "unknown" {
         return None;
     }
-    let mut buf = vec![0u8; VERSION_BUF];
-    let mut len: c_int = 0;
-    // SAFETY: a buffer larger than any library's MPI_MAX_LIBRARY_VERSION_STRING
-    // and a valid out-pointer; the call takes no handle.
-    let r = unsafe { PMPI_Get_library_version(buf.as_mut_ptr() as *mut libc::c_char, &mut len) };
-    if r != 0 {
+    let text = mpiover_mpisys::mpit::library_version();
+    if text.is_empty() {
         return None;
     }
-    let n = (len.max(0) as usize).min(VERSION_BUF);
-    let text = String::from_utf8_lossy(&buf[..n]).into_owned();
     let runs_on = family(&text);
     if runs_on == FLAVOR {
         return None;
