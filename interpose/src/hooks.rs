@@ -173,5 +173,16 @@ pub unsafe extern "C" fn MPI_Session_init(
 ) -> c_int {
     crate::init::note_session();
     // SAFETY: the caller is the MPI program, passing what the MPI standard defines for this function; the arguments go to the PMPI twin unchanged.
-    unsafe { PMPI_Session_init(info, errhandler, session) }
+    unsafe {
+        // Counted like any call while recording (a session opened after
+        // MPI_Init), as the generated wrapper did.
+        let Some(mut g) = rt::enter() else {
+            return PMPI_Session_init(info, errhandler, session);
+        };
+        let t0 = crate::timer::now();
+        let r = PMPI_Session_init(info, errhandler, session);
+        let t1 = crate::timer::now();
+        g.plain(crate::names::FID_MPI_Session_init, t1.wrapping_sub(t0));
+        r
+    }
 }
