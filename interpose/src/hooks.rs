@@ -66,6 +66,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
 /// Times `fin` (the library's finalize), counts it as `MPI_Finalize`, writes
 /// the record.
 pub fn finalize_with<R>(fin: impl FnOnce() -> R) -> R {
+    crate::init::ask_eager_limit();
     // A job log is merged over MPI, so before the library finalizes (the
     // record then holds no time of MPI_Finalize itself).
     if crate::opt::get().format != crate::opt::Format::PerRank {

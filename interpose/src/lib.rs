@@ -14,6 +14,7 @@
 //! - [`sites`]: call-site resolution (file:line, module, build-id, offset).
 //! - [`py`]: Python sites (the Python line of an MPI call made through mpi4py).
 //!
+//! - [`heap`]: the tool's own heap, apart from the program's `malloc`.
 //! - [`opt`]: every `MPIOVER_*` variable, parsed once into one typed struct.
 //!
 //! Environment: see [`opt`] (`MPIOVER_OUT`, `MPIOVER_DEPTH`,
@@ -24,6 +25,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod fort;
+pub mod heap;
 pub mod hooks;
 pub mod init;
 pub mod opt;

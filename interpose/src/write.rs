@@ -320,6 +320,7 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
             }
             w
         },
+        eager_limit: crate::init::eager_limit(),
         ..info.head.clone()
     };
     Some((rec, addrs.into_keys().collect()))

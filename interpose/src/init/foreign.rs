@@ -53,6 +53,7 @@ fn other_family_marker() -> Option<&'static std::ffi::CStr> {
 static ON_LOAD: extern "C" fn() = on_load;
 
 extern "C" fn on_load() {
+    crate::heap::protect_fork();
     if other_family_loaded() {
         restart_without_this_library("(it is linked with it)");
     }

@@ -48,6 +48,38 @@ pub struct RunInfo {
 
 pub static INFO: OnceLock<RunInfo> = OnceLock::new();
 
+/// The eager limit the library states, asked at `MPI_Finalize`
+/// ([`ask_eager_limit`]).
+static EAGER_LIMIT: OnceLock<mpiover_common::profile::MpiTValue> = OnceLock::new();
+
+/// Asks the library's eager limit through `MPI_T`, once, on entry of
+/// `MPI_Finalize`: the report's rendezvous threshold when no profile
+/// measured one. Not at `MPI_Init`, because initializing `MPI_T` in Open MPI
+/// registers every component's variables, thousands of allocations from the
+/// program's heap, most freed again: the holes they leave change where the
+/// program's next allocations land (Open MPI's `osc/rdma` then refused an
+/// `MPI_Win_attach` of small `MPI_Alloc_mem` blocks that without the tool
+/// shared pages, see the `attach` regression test). At finalize the
+/// program's heap is done with. A record written without `MPI_Finalize`
+/// (exit, signal, abort) has no stated limit.
+pub fn ask_eager_limit() {
+    if INFO.get().is_none() || EAGER_LIMIT.get().is_some() {
+        return;
+    }
+    let _busy = rt::busy();
+    if let Some((cvar, bytes)) = mpiover_mpisys::mpit::eager_limit() {
+        let _ = EAGER_LIMIT.set(mpiover_common::profile::MpiTValue {
+            cvar: cvar.to_string(),
+            bytes,
+        });
+    }
+}
+
+/// The limit [`ask_eager_limit`] found, if asked and stated.
+pub fn eager_limit() -> Option<mpiover_common::profile::MpiTValue> {
+    EAGER_LIMIT.get().cloned()
+}
+
 static INIT_STARTED: AtomicBool = AtomicBool::new(false);
 
 /// `CLOCK_MONOTONIC` (ns) and Unix time (f64 bits) at the entry of the first
@@ -231,15 +263,6 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
             thread_level: level_name(level.or_else(query_thread)),
             command,
             start_unix_s,
-            // Asked once, at start-up, outside any wrapper (the busy guard
-            // is still held): the report's rendezvous threshold when no
-            // profile measured one.
-            eager_limit: mpiover_mpisys::mpit::eager_limit().map(|(cvar, bytes)| {
-                mpiover_common::profile::MpiTValue {
-                    cvar: cvar.to_string(),
-                    bytes,
-                }
-            }),
             ..Record::default()
         },
         start_mono_ns,
