@@ -40,6 +40,9 @@ int main(int argc, char **argv)
     int attached = 0, npages = 0;
     long zero = 0, seen;
     int target = (rank + 1) % size;
+    /* The traffic goes to the target's first block: in a dynamic window a
+     * displacement is the address, as MPI_Get_address gives it. */
+    MPI_Aint first = 0, *firsts = malloc(sizeof(MPI_Aint) * (size_t)size);
     for (int i = 0; i < blocks; i++) {
         long *b;
         if (MPI_Alloc_mem(BLOCK, MPI_INFO_NULL, &b) != MPI_SUCCESS)
@@ -57,9 +60,13 @@ int main(int argc, char **argv)
             break;
         }
         attached++;
+        if (i == 0) {
+            MPI_Get_address(b, &first);
+            MPI_Allgather(&first, 1, MPI_AINT, firsts, 1, MPI_AINT, MPI_COMM_WORLD);
+        }
         /* Traffic between the allocations, as a list benchmark has. */
         MPI_Win_lock(MPI_LOCK_SHARED, target, 0, win);
-        MPI_Fetch_and_op(&zero, &seen, MPI_LONG, target, 0, MPI_NO_OP, win);
+        MPI_Fetch_and_op(&zero, &seen, MPI_LONG, target, firsts[target], MPI_NO_OP, win);
         MPI_Win_unlock(target, win);
     }
     fprintf(stderr, "dynamic_window: rank %d: %d blocks of %d bytes on %d pages\n", rank, attached,
@@ -74,6 +81,7 @@ int main(int argc, char **argv)
         printf("\n");
         free(all);
     }
+    free(firsts);
     for (int i = 0; i < attached; i++)
         MPI_Win_detach(win, mine[i]);
     MPI_Win_free(&win);
