@@ -66,7 +66,9 @@
 #                               ~/.cache/mpiover-mpich-suite; outside the repository)
 #   KEEP_RECORDS=1              keep every run's records under WORK/runs-MPI
 #   REPORT_ONLY=1               no build or run: the report over WORK/results-MPI.json
-#                               of MPIS (e.g. after running the MPIs one at a time)
+#                               of MPIS (e.g. after running the MPIs one at a time;
+#                               the file is rewritten after every test, so a pass
+#                               that was cut short reports what it ran)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -393,6 +395,17 @@ sys.stdout.flush()
 
 results = []
 cur, t_dir = None, time.time()
+
+def save(complete):
+    """WORK/results-MPI.json, after every test: a pass cut short keeps what it
+    ran (complete: false), for REPORT_ONLY=1."""
+    path = os.path.join(E["WORK"], "results-%s.json" % mpi)
+    with open(path + ".tmp", "w") as f:
+        json.dump({"mpi": mpi, "lib": lib, "complete": complete, "planned": len(tests),
+                   "results": [r for r in results if "class" in r],
+                   "skipped": [{"key": t["key"], "top": t["dir"].split("/")[0], "why": w}
+                               for t, w in skipped]}, f, indent=1)
+    os.replace(path + ".tmp", path)
 def dir_done():
     if cur is None: return
     rs = [r for r in results if r["top"] == cur]
@@ -432,14 +445,13 @@ for t in tests:
               " ".join("%s(%s, %.1fs)" % (r["result"], r["rc"], r["secs"]) for r in rec["without"]),
               " ".join("%s(%s, %.1fs)" % (r["result"], r["rc"], r["secs"]) for r in rec["with"])))
     log.flush()
+    save(False)
     if rec["class"] != "pass both":
         print("    %s: %s (without: %s; with: %s)" % (t["key"], rec["class"],
               " ".join(r["result"] for r in rec["without"]), " ".join(r["result"] for r in rec["with"])))
         sys.stdout.flush()
 dir_done()
-json.dump({"mpi": mpi, "lib": lib, "results": results,
-           "skipped": [{"key": t["key"], "top": t["dir"].split("/")[0], "why": w} for t, w in skipped]},
-          open(os.path.join(E["WORK"], "results-%s.json" % mpi), "w"), indent=1)
+save(True)
 EOF
 done
 
@@ -461,6 +473,9 @@ def firsts(r):
 print("=== counts (tests run = pass both + fail both + differences; skipped not run)")
 print("%-8s %-9s %5s %9s %9s %9s %12s %9s %7s" % ("MPI", "dir", "run", "pass both", "fail both",
       "transient", "reproducible", "not built", "skipped"))
+for d in data:
+    if not d.get("complete", True):
+        print("%s: cut short: %d of %d tests ran" % (d["mpi"], len(d["results"]), d.get("planned", 0)))
 for d in data:
     tops = []
     for r in d["results"] + d["skipped"]:
