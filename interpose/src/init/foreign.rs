@@ -53,9 +53,65 @@ fn other_family_marker() -> Option<&'static std::ffi::CStr> {
 static ON_LOAD: extern "C" fn() = on_load;
 
 extern "C" fn on_load() {
+    on_private_stack(load_time_check);
+}
+
+extern "C" fn load_time_check() {
     crate::heap::protect_fork();
     if other_family_loaded() {
         restart_without_this_library("(it is linked with it)");
+    }
+}
+
+/// The stack region a constructor runs on is where `main`'s frame will be,
+/// and a program that reads a local before writing it (MPICH's test
+/// `pt2pt/rqstatus` reads the `MPI_ERROR` field of a status that Open MPI's
+/// `MPI_Request_get_status` leaves as it was, as the standard allows) then
+/// sees what the constructor left there: it passed without the tool and
+/// failed with it. So the load-time work (loader queries, several KB of
+/// stack) runs on a stack of its own, mapped for it and unmapped after;
+/// the program's stack sees only this function's small frame and the
+/// context switch's return address. The contexts are statics, not locals,
+/// for the same reason (a `ucontext_t` is about 1 KB). When a stack cannot
+/// be mapped the work runs here, as before.
+fn on_private_stack(work: extern "C" fn()) {
+    use std::cell::UnsafeCell;
+    struct Contexts(UnsafeCell<[libc::ucontext_t; 2]>);
+    // SAFETY: used only by the load-time constructor, which the dynamic
+    // loader runs once, on one thread, before `main`.
+    unsafe impl Sync for Contexts {}
+    // SAFETY: ucontext_t is plain data; all zero is a valid initial value.
+    static CTX: Contexts = Contexts(UnsafeCell::new(unsafe { std::mem::zeroed() }));
+    const STACK: usize = 256 << 10;
+    // SAFETY: an anonymous private mapping, checked; the contexts are only
+    // touched here (see `Contexts`); `work` returns to `main_ctx` through
+    // uc_link, and the stack is unmapped once it has.
+    unsafe {
+        let stack = libc::mmap(
+            std::ptr::null_mut(),
+            STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        let ctx = &mut *CTX.0.get();
+        let [main_ctx, work_ctx] = ctx;
+        if stack == libc::MAP_FAILED || libc::getcontext(work_ctx) != 0 {
+            if stack != libc::MAP_FAILED {
+                libc::munmap(stack, STACK);
+            }
+            work();
+            return;
+        }
+        work_ctx.uc_stack.ss_sp = stack;
+        work_ctx.uc_stack.ss_size = STACK;
+        work_ctx.uc_link = main_ctx;
+        libc::makecontext(work_ctx, work, 0);
+        if libc::swapcontext(main_ctx, work_ctx) != 0 {
+            work();
+        }
+        libc::munmap(stack, STACK);
     }
 }
 
