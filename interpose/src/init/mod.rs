@@ -59,7 +59,8 @@ static EAGER_LIMIT: OnceLock<mpiover_common::profile::MpiTValue> = OnceLock::new
 /// program's heap, most freed again: the holes they leave change where the
 /// program's next allocations land (Open MPI's `osc/rdma` then refused an
 /// `MPI_Win_attach` of small `MPI_Alloc_mem` blocks that without the tool
-/// shared pages, see the `attach` regression test). At finalize the
+/// shared pages; `examples/dynamic_window.c`, test
+/// `transparency_dynamic_window_attach`). At finalize the
 /// program's heap is done with. A record written without `MPI_Finalize`
 /// (exit, signal, abort) has no stated limit.
 pub fn ask_eager_limit() {

@@ -4,7 +4,12 @@
 
 use crate::harness::*;
 
-fn same_with_and_without(test: &str, np: u32, example_name: &str, args: &[&str]) {
+fn same_with_and_without(
+    test: &str,
+    np: u32,
+    example_name: &str,
+    args: &[&str],
+) -> (Outcome, Outcome) {
     let dir = scratch(test);
     let plain = Job::new(np, example_name, args, &dir).run();
     plain.assert_success();
@@ -29,6 +34,7 @@ fn same_with_and_without(test: &str, np: u32, example_name: &str, args: &[&str])
         plain.dump(),
         prof.dump()
     );
+    (plain, prof)
 }
 
 macro_rules! transparent {
@@ -178,14 +184,12 @@ fn pages_spanned(stderr: &str) -> u32 {
 /// program's own (they vary by a page or two from run to run).
 #[test]
 fn transparency_dynamic_window_attach() {
-    let test = "transparency_dynamic_window_attach";
-    same_with_and_without(test, 4, "dynamic_window", &[]);
-    let dir = scratch(test);
-    let plain = Job::new(4, "dynamic_window", &[], &dir).run();
-    plain.assert_success();
-    let prof = Job::new(4, "dynamic_window", &[], &dir)
-        .profiled(&dir.join("run-pages"))
-        .run();
+    let (plain, prof) = same_with_and_without(
+        "transparency_dynamic_window_attach",
+        4,
+        "dynamic_window",
+        &[],
+    );
     prof.assert_success();
     let (without, with) = (pages_spanned(&plain.stderr), pages_spanned(&prof.stderr));
     assert!(without > 0, "no page counts on stderr\n{}", plain.dump());
