@@ -156,6 +156,7 @@ mod tests {
                 note: None,
             },
             runs: Vec::new(),
+            samples: None,
         }
     }
 

@@ -1,7 +1,9 @@
 //! The profile the calibration writes: a new one or the one resumed, one
 //! entry per measured key.
 
-use mpiover_common::profile::{unix_now, Entry, FitModel, Key, Measured, Method, Profile, RunInfo};
+use mpiover_common::profile::{
+    unix_now, Entry, FitModel, Key, Measured, Method, Profile, RunInfo, Samples,
+};
 use mpiover_stats::ModelKind;
 
 use crate::args::Args;
@@ -188,6 +190,10 @@ pub(crate) fn make_entry(
             note,
         },
         runs: Vec::new(),
+        // Kept for refitting and validating the models without measuring
+        // again (`mpiover profile refit`), in ticks of the timer (one
+        // tick: the stored times are exactly the measured ones).
+        samples: Samples::encode(sample, mpiover_common::timer::unit_s()),
     };
     if out.preempted_kept > 0 {
         let busy = format!(

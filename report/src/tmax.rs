@@ -41,9 +41,10 @@ pub trait TmaxSource: Sync {
         None
     }
 
-    /// Whether the profile's environment matches the run, with a note saying
-    /// why not. `None` when the source cannot tell.
-    fn matches(&self, _mpi_library: &str, _hosts: &[String]) -> Option<(bool, String)> {
+    /// Whether the profile's environment matches the run's (as far as the
+    /// records tell it: MPI library, hosts, ranks per host), with a note
+    /// saying why not. `None` when the source cannot tell.
+    fn matches(&self, _run: &Environment) -> Option<(bool, String)> {
         None
     }
 
@@ -189,13 +190,8 @@ impl TmaxSource for ProfileTmax {
     fn rendezvous_bytes(&self) -> Option<u64> {
         self.profile.protocol.as_ref()?.rendezvous_bytes()
     }
-    fn matches(&self, mpi_library: &str, hosts: &[String]) -> Option<(bool, String)> {
-        let env = Environment {
-            mpi_library: mpi_library.to_string(),
-            hosts: hosts.to_vec(),
-            ..Default::default()
-        };
-        Some(match self.profile.matches(&env) {
+    fn matches(&self, run: &Environment) -> Option<(bool, String)> {
+        Some(match self.profile.matches(run) {
             Ok(()) => (true, String::new()),
             Err(m) => (false, m.to_string()),
         })

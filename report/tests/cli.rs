@@ -317,6 +317,11 @@ fn diff_of_two_runs() {
 /// calls look up, an exponential error model fitted at q_max 0.9 (the
 /// fixture's noise, `synth::fixture_run`), measured with `mpi_library`.
 fn write_fixture_profile(path: &Path, mpi_library: &str) {
+    write_fixture_profile_per_host(path, mpi_library, 2);
+}
+
+/// As [`write_fixture_profile`], calibrated with `per_host` ranks on a host.
+fn write_fixture_profile_per_host(path: &Path, mpi_library: &str, per_host: u32) {
     use mpiover_common::functions::profile_key;
     use mpiover_common::profile::{Entry, Environment, Method, Profile};
     // (function, completed request) -> (floor, mean error) of synth::fixture_run.
@@ -340,7 +345,7 @@ fn write_fixture_profile(path: &Path, mpi_library: &str) {
                 h
             },
             ranks: 4,
-            ranks_per_host: vec![2],
+            ranks_per_host: vec![per_host],
             mpi_library: mpi_library.into(),
             ..Default::default()
         },
@@ -580,4 +585,31 @@ fn q_changes_tmax_and_overhead() {
     let out = mpiover(&["report", rs, "--profile", ps, "--q", "x"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
+}
+
+/// `report --profile` compares the run's ranks per host with the profile's,
+/// as recording does: a profile calibrated with one rank per host said
+/// "environment matches the run" for the fixture's two ranks per host.
+#[test]
+fn report_profile_checks_ranks_per_host() {
+    let d = tmp("per-host");
+    let (run, own_lib) = fixture_run_in(&d);
+    let one = d.join("one-per-host.json");
+    write_fixture_profile_per_host(&one, &own_lib, 1);
+    let out = mpiover(&[
+        "report",
+        run.to_str().unwrap(),
+        "--profile",
+        one.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("environment does NOT match the run"),
+        "{text}"
+    );
+    assert!(
+        text.contains("2 ranks on a host, the profile was measured with at most 1 per host"),
+        "{text}"
+    );
 }

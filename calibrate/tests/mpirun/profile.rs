@@ -73,6 +73,18 @@ pub(crate) fn profile_has_roles_pairs_environment_and_method() {
         assert!(e.tmax_s >= e.min_s, "{}", e.key());
         assert!(e.window_s.unwrap() > 0.0);
         assert_eq!(e.runs.len(), 1);
+        // The kept samples are stored, in timer ticks, and read back as the
+        // sample the entry's figures were computed from.
+        let s = e.samples.as_ref().expect("samples stored");
+        let times = s.times_s().unwrap();
+        assert_eq!(times.len() as u64, e.n, "{}", e.key());
+        let tick = s.unit_s;
+        let min = times.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = times.iter().copied().fold(0.0, f64::max);
+        assert!((min - e.min_s).abs() <= tick, "{}", e.key());
+        assert!((max - e.max_s.unwrap()).abs() <= tick, "{}", e.key());
+        let sum: f64 = times.iter().sum();
+        assert!((sum - e.sum_s.unwrap()).abs() <= tick * times.len() as f64);
     }
     // Environment and method.
     let env = &p.environment;

@@ -144,7 +144,8 @@ impl Profile {
             }
         }
         out.runs = a.runs.iter().chain(b.runs.iter()).cloned().collect();
-        let mut by_key: BTreeMap<Key, (Entry, Vec<EntryRun>)> = BTreeMap::new();
+        type Parts<'p> = (Entry, Vec<EntryRun>, Vec<Option<&'p Samples>>);
+        let mut by_key: BTreeMap<Key, Parts> = BTreeMap::new();
         for (prof, e) in a
             .entries
             .iter()
@@ -154,13 +155,26 @@ impl Profile {
             let runs = prof.entry_runs(e);
             by_key
                 .entry(e.key())
-                .and_modify(|(_, rs)| rs.extend(runs.clone()))
-                .or_insert_with(|| (e.clone(), runs));
+                .and_modify(|(_, rs, ss)| {
+                    rs.extend(runs.clone());
+                    ss.push(e.samples.as_ref());
+                })
+                .or_insert_with(|| (e.clone(), runs, vec![e.samples.as_ref()]));
         }
-        out.entries = by_key
-            .into_values()
-            .map(|(e, runs)| combine_runs(&e, runs))
-            .collect();
+        let mut entries = Vec::with_capacity(by_key.len());
+        for (e, runs, samples) in by_key.into_values() {
+            let mut merged = combine_runs(&e, runs);
+            // The runs' samples one after the other, in the order of `runs`;
+            // none when a part has none (its run could not be told apart).
+            merged.samples = match samples.into_iter().collect::<Option<Vec<_>>>() {
+                Some(parts) => Samples::concat(&parts).map_err(|err| {
+                    ProfileError::Merge(format!("entry {}: stored samples: {err}", e.key()))
+                })?,
+                None => None,
+            };
+            entries.push(merged);
+        }
+        out.entries = entries;
         let measured: std::collections::HashSet<(String, u32, u64)> = out
             .entries
             .iter()

@@ -23,7 +23,8 @@
 //!               n_preempted, min_s, median_s,
 //!               median_ci_s, max_s, q90_s, q99_s, tmax_s, model, lambda, chi2, df, critical,
 //!               accepted, fallback, bin_width_s, window_s, stop, sum_s, elapsed_s, note,
-//!               runs: [{run, n, n_invalid, min_s, median_s, tmax_s, ...}]}],
+//!               runs: [{run, n, n_invalid, min_s, median_s, tmax_s, ...}],
+//!               samples: {unit_s, base_s, count, runs, ticks}}],   the kept samples ([`Samples`])
 //!  "skipped": [{function, p, bytes, reason}]}                 jobs not measured (budget)}
 //! ```
 //!
@@ -147,12 +148,14 @@ mod error;
 mod io;
 mod lookup;
 mod merge;
+mod samples;
 mod schema;
 
 pub use crate::host::*;
 pub use error::*;
 pub use lookup::*;
 pub use merge::*;
+pub use samples::{Samples, SamplesError};
 pub use schema::*;
 
 #[cfg(test)]

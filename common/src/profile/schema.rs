@@ -354,6 +354,11 @@ pub struct Entry {
     /// Per-run summaries (one per calibration run merged into this entry).
     #[serde(default)]
     pub runs: Vec<EntryRun>,
+    /// The kept samples of every run, in measurement order, so that the
+    /// models can be refitted without measuring again (profiles written
+    /// before they were kept have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<Samples>,
 }
 
 /// One run's summary of an entry's sample.

@@ -50,6 +50,7 @@ pub(crate) fn point(function: &str, bytes: u64, role: Option<&str>, tmax_s: f64)
             note: None,
         },
         runs: Vec::new(),
+        samples: None,
     }
 }
 

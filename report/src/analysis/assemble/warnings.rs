@@ -3,6 +3,7 @@
 //! warnings (once each, with the ranks that raised them).
 
 use super::*;
+use mpiover_common::profile::Environment;
 
 /// The profile used (`--profile` wins over what the records say), its
 /// q_max, and every warning of the run in the order the report lists them.
@@ -18,7 +19,19 @@ pub(crate) fn profile_and_warnings(
     let mut warnings: Vec<String> = summary.warnings.iter().map(|w| w.to_string()).collect();
     let (profile, q_max) = match tmax {
         Some(src) => {
-            let m = src.matches(&first.mpi_library, hosts);
+            // The run's environment as the records give it: recording
+            // compares the same (and more: CPU, binding) at MPI_Init.
+            let run = Environment {
+                mpi_library: first.mpi_library.clone(),
+                hosts: hosts.to_vec(),
+                ranks: ranks.len() as u32,
+                ranks_per_host: hosts
+                    .iter()
+                    .map(|h| ranks.iter().filter(|r| &r.host == h).count() as u32)
+                    .collect(),
+                ..Default::default()
+            };
+            let m = src.matches(&run);
             (
                 Some(ProfileMethod {
                     source: ProfileSource::Option,
