@@ -613,3 +613,73 @@ fn report_profile_checks_ranks_per_host() {
         "{text}"
     );
 }
+
+/// A site whose calls lie outside the profile's measured range is marked in
+/// the SITES table and the HTML, not only counted in the JSON: NPB LU's
+/// 620 B messages looked up a weak 1000 B edge and nothing said so.
+#[test]
+fn out_of_range_sites_are_marked_in_text_and_html() {
+    use mpiover_common::profile::Profile;
+    let d = tmp("oor");
+    let (run, own_lib) = fixture_run_in(&d);
+    let full = d.join("full.json");
+    write_fixture_profile(&full, &own_lib);
+    // The same profile measured only up to half of every size.
+    let mut p = Profile::load(&full).unwrap();
+    for e in &mut p.entries {
+        e.bytes /= 2;
+    }
+    p.invalidate_index();
+    let half = d.join("half.json");
+    p.save_atomic(&half).unwrap();
+    let (rs, hs) = (run.to_str().unwrap(), half.to_str().unwrap());
+    let v = json_of(&mpiover(&[
+        "report",
+        rs,
+        "--profile",
+        hs,
+        "-f",
+        "json",
+        "--top",
+        "50",
+    ]));
+    let marked: Vec<u64> = v["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["out_of_range_calls"].as_u64().unwrap_or(0) > 0)
+        .map(|s| s["rank"].as_u64().unwrap())
+        .collect();
+    assert!(!marked.is_empty(), "{}", v["sites"]);
+    let out = mpiover(&["report", rs, "--profile", hs, "--top", "50"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for r in &marked {
+        assert!(
+            text.contains(&format!("  * #{r}: "))
+                && text.contains("outside the profile's measured range"),
+            "site {r}: {text}"
+        );
+    }
+    let html = d.join("r.html");
+    let out = mpiover(&["report", rs, "--profile", hs, "-o", html.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(">out of range</span>"),
+        "no marker in the HTML"
+    );
+    // With the full profile nothing is marked.
+    let out = mpiover(&[
+        "report",
+        rs,
+        "--profile",
+        full.to_str().unwrap(),
+        "--top",
+        "50",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("outside the profile's measured range"),
+        "{text}"
+    );
+}

@@ -52,11 +52,22 @@ pub(crate) fn sites_table(o: &mut String, c: &Ctx, n: usize) {
                 secs(p.time_max_s),
             )
         };
+        // Calls outside the profile's measured range: their tmax is the
+        // nearest edge's, marked in the cell.
+        let oor = if s.out_of_range_calls > 0 {
+            format!(
+                " <span class=\"tag few\" title=\"{} of {} calls outside the profile's measured range: \
+                 tmax of its nearest edge\">out of range</span>",
+                s.out_of_range_calls, s.calls
+            )
+        } else {
+            String::new()
+        };
         let _ = write!(
             o,
             "<tr class=\"{}\"><td class=\"n\" data-v=\"{}\">{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td>\
              <td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td>\
-             <td class=\"n\" data-v=\"{}\">{}</td>\
+             <td class=\"n\" data-v=\"{}\">{}{oor}</td>\
              <td class=\"n ovh\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td>\
              <td class=\"n\" data-v=\"{}\">{}</td>\
              <td><span class=\"{sig_cls}\">{}</span></td><td>{}</td><td>{}</td><td class=\"n\">{} / {} / {}</td>\

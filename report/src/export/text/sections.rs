@@ -183,8 +183,11 @@ pub(super) fn sites(o: &mut String, c: &Ctx) {
             } else {
                 ""
             };
+            // "*": some calls lie outside the profile's measured range, their
+            // tmax is its nearest edge's (a note below says how many).
+            let oor = if site.out_of_range_calls > 0 { "*" } else { "" };
             row.extend([
-                plain(opt_secs(site.tmax_s)),
+                plain(format!("{}{oor}", opt_secs(site.tmax_s))),
                 (
                     opt_secs(site.overhead_s),
                     site.significant.then_some("1;31"),
@@ -219,6 +222,16 @@ pub(super) fn sites(o: &mut String, c: &Ctx) {
     for site in r.sites.iter().take(top) {
         if let Some(note) = &site.note {
             let _ = writeln!(o, "  note on #{}: {note}", site.rank);
+        }
+        if overhead_known && site.out_of_range_calls > 0 {
+            let _ = writeln!(
+                o,
+                "  * #{}: {} of {} calls outside the profile's measured range (tmax of its \
+                 nearest edge; calibrate these sizes or process counts to trust it)",
+                site.rank,
+                count(site.out_of_range_calls),
+                count(site.calls)
+            );
         }
         // What a completion waited for: the late peer and the line that
         // posted the request it was late with.
