@@ -35,13 +35,27 @@ pub(crate) fn warnings(prof: &Profile, output: &str) -> Vec<String> {
              --time-budget measures them"
         ));
     }
-    let invalid = prof.skipped.len() - budget;
-    if invalid > 0 {
+    let invalid: Vec<String> = prof
+        .skipped
+        .iter()
+        .filter(|s| s.reason != "time budget")
+        .map(|s| format!("{} p={} {} B", s.function, s.p, s.bytes))
+        .collect();
+    if !invalid.is_empty() {
+        // Named: a hole in the grid moves every lookup between its
+        // neighbours to them (or beyond the measured range).
+        let mut named: Vec<String> = invalid.iter().take(NAMED).cloned().collect();
+        if invalid.len() > NAMED {
+            named.push(format!("{} more", invalid.len() - NAMED));
+        }
         w.push(format!(
-            "{invalid} planned entries not measured: they got no valid sample (every window was late, overrun or \
-             preempted; listed under \"skipped\" in {output}): the machine is busier than its \
-             cores allow, so run with fewer ranks per core or on an idle machine, and give \
-             them time with a larger --entry-budget"
+            "{} planned entries not measured ({}): they got no valid sample, also when measured \
+             again at the end (every window was late, overrun or preempted; listed under \
+             \"skipped\" in {output}); lookups there use the neighbouring entries. The machine \
+             is busier than its cores allow, so run with fewer ranks per core or on an idle \
+             machine, and give them time with a larger --entry-budget",
+            invalid.len(),
+            named.join(", ")
         ));
     }
     let env = &prof.environment;
@@ -206,7 +220,9 @@ mod tests {
         let w = warnings(&p, "p.json");
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(
-            w[0].contains("no valid sample") && w[0].contains("--entry-budget"),
+            w[0].contains("no valid sample")
+                && w[0].contains("--entry-budget")
+                && w[0].contains("(MPI_Bcast p=4 1 B)"),
             "{w:?}"
         );
         assert!(w[1].contains("--time-budget"), "{w:?}");

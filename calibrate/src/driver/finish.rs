@@ -17,6 +17,9 @@ impl Driver<'_> {
         let prev_wall = self.prev_wall;
         let unmeasured: Vec<Skipped> = self.queue[self.qpos.min(self.queue.len())..]
             .iter()
+            // A job queued again for a second try is already listed as
+            // skipped, with its first try's reason.
+            .filter(|&id| !self.retried.contains(id))
             .flat_map(|&id| self.keys(&self.jobs[id]))
             .map(|k| Skipped {
                 function: k.function,

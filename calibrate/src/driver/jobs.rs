@@ -189,7 +189,7 @@ impl Driver<'_> {
                 }
             }
             if let Some(out) = outcome {
-                self.record(&job, &sel, &out)?;
+                self.record(id, &job, &sel, &out)?;
             }
         }
         Ok(())
@@ -222,7 +222,21 @@ impl Driver<'_> {
     }
 
     /// Rank 0: the entries of a measured job into the profile, saved.
-    fn record(&mut self, job: &Job, sel: &[bool], out: &measure::Outcome) -> Result<(), Fail> {
+    ///
+    /// An entry with no valid sample (every window late, overrun or
+    /// preempted: a burst of load) is not given up at once: its job goes
+    /// to the end of the queue once more, where the windows have learned
+    /// the machine's slack, and the skip stands only if that fails too.
+    /// On the second pass the entries measured the first time are kept.
+    fn record(
+        &mut self,
+        id: usize,
+        job: &Job,
+        sel: &[bool],
+        out: &measure::Outcome,
+    ) -> Result<(), Fail> {
+        let second = self.retried.contains(&id);
+        let mut retry = false;
         let hosts = self.topo.hosts_of(job);
         let same_host = same_host_of(job, hosts);
         let windowed = self.settings.sync == Sync::Window;
@@ -241,19 +255,41 @@ impl Driver<'_> {
                 role: def.role.map(String::from),
                 same_host,
             };
-            match make_entry(&key, out, e, hosts, &self.stats, &self.run_id, windowed) {
-                Some(entry) => prof.push_entry(entry),
-                None => prof.skipped.push(Skipped {
-                    function: key.function.clone(),
-                    p: key.p,
-                    bytes: key.bytes,
-                    reason: format!(
-                        "no valid sample ({}; {} dropped)",
-                        out.stop.map_or("no stop", |s| s.as_str()),
-                        out.invalid[e]
-                    ),
-                }),
+            if second && prof.entry(&key).is_some() {
+                continue;
             }
+            let was_skipped = |s: &Skipped| {
+                (s.function.as_str(), s.p, s.bytes) == (key.function.as_str(), key.p, key.bytes)
+            };
+            match make_entry(&key, out, e, hosts, &self.stats, &self.run_id, windowed) {
+                Some(entry) => {
+                    prof.skipped.retain(|s| !was_skipped(s));
+                    prof.push_entry(entry);
+                }
+                None => {
+                    retry |= !second;
+                    prof.skipped.retain(|s| !was_skipped(s));
+                    prof.skipped.push(Skipped {
+                        function: key.function.clone(),
+                        p: key.p,
+                        bytes: key.bytes,
+                        reason: format!(
+                            "no valid sample ({}; {} dropped){}",
+                            out.stop.map_or("no stop", |s| s.as_str()),
+                            out.invalid[e],
+                            if second {
+                                ", also when measured again at the end"
+                            } else {
+                                ""
+                            }
+                        ),
+                    });
+                }
+            }
+        }
+        if retry {
+            self.retried.insert(id);
+            self.queue.push(id);
         }
         if let Some(r) = prof.runs.last_mut() {
             r.wall_s = wall;
@@ -263,7 +299,7 @@ impl Driver<'_> {
         prof.save_atomic(&self.a.output)
             .map_err(|e| Fail(e.to_string()))?;
         if let Some((_, done)) = self.progress.as_mut() {
-            *done += 1;
+            *done += usize::from(!second);
         }
         Ok(())
     }

@@ -64,6 +64,9 @@ struct Driver<'a> {
     /// Rank 0: the jobs to measure, in order, and how far it got.
     queue: Vec<usize>,
     qpos: usize,
+    /// Rank 0: jobs queued a second time because an entry got no valid
+    /// sample (each is re-measured once, at the end of the queue).
+    retried: std::collections::HashSet<usize>,
     /// Rank 0: the progress bar and the jobs done.
     progress: Option<(Progress, usize)>,
     run_id: String,

@@ -121,6 +121,7 @@ impl<'a> Driver<'a> {
             protocol: None,
             queue: Vec::new(),
             qpos: 0,
+            retried: Default::default(),
             progress: None,
             run_id: String::new(),
             prev_wall: 0.0,
