@@ -58,6 +58,19 @@ pub(crate) fn warnings(prof: &Profile, output: &str) -> Vec<String> {
             named.join(", ")
         ));
     }
+    if let Some(l) = prof
+        .runs
+        .last()
+        .and_then(|r| r.load.as_ref())
+        .filter(|l| l.busy)
+    {
+        w.push(format!(
+            "the host was busy while it was calibrated ({}): the samples hold that work's \
+             scheduling noise and tmax will move with its load; calibrate again with the host \
+             idle (`top` shows what runs), or expect overhead that is only the load",
+            l.describe()
+        ));
+    }
     let env = &prof.environment;
     let on_first = env.ranks_per_host.first().copied().unwrap_or(0);
     if env.cpus > 0 && on_first > env.cpus {

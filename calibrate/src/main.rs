@@ -23,6 +23,7 @@ mod clock;
 mod driver;
 mod env;
 mod grid;
+mod load;
 mod measure;
 mod mpi;
 mod output;

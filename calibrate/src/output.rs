@@ -121,6 +121,7 @@ pub(crate) fn start_profile(
             kept_window_s: 0.0,
             resumed: 0,
             complete: false,
+            load: None,
         });
         Ok(prof)
     }

@@ -218,6 +218,15 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
             },
             if r.complete { "" } else { " | incomplete" }
         );
+        match &r.load {
+            Some(l) if l.busy => println!(
+                "  load:     BUSY HOST: {}; tmax holds that work's noise: calibrate again on an \
+                 idle host",
+                l.describe()
+            ),
+            Some(l) => println!("  load:     idle host ({})", l.describe()),
+            None => {}
+        }
     }
     let want = function.map(|f| function_name(&prof, f));
     let mut entries: Vec<&Entry> = prof

@@ -257,3 +257,39 @@ fn merge_keeps_both_runs_summaries() {
     assert!(stderr(&o).contains("both profiles"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `profile show` flags a calibration measured beside other work, and says
+/// an idle one was idle.
+#[test]
+fn show_flags_a_busy_host() {
+    use mpiover_common::profile::HostLoad;
+    let d = tmpdir("busy");
+    let f = d.join("p.json");
+    write_profile(&f, "run-a", 1.0);
+    let mut p = Profile::load(&f).unwrap();
+    p.runs[0].load = Some(HostLoad {
+        wall_s: 60.0,
+        others_cpus: 1.4,
+        steal_share: 0.01,
+        loadavg_start: 3.2,
+        loadavg_end: 3.4,
+        busy: true,
+    });
+    p.save_atomic(&f).unwrap();
+    let out = stdout(&mpiover(&["profile", "show", f.to_str().unwrap()]));
+    assert!(
+        out.contains("BUSY HOST: other processes used 1.40 CPUs on average over 60.0 s"),
+        "{out}"
+    );
+    p.runs[0].load = Some(HostLoad {
+        others_cpus: 0.02,
+        busy: false,
+        ..p.runs[0].load.clone().unwrap()
+    });
+    p.save_atomic(&f).unwrap();
+    let out = stdout(&mpiover(&["profile", "show", f.to_str().unwrap()]));
+    assert!(
+        out.contains("load:     idle host") && !out.contains("BUSY"),
+        "{out}"
+    );
+}

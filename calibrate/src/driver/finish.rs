@@ -1,7 +1,7 @@
 //! Step 5: every rank's clock model, the jobs the budget left out, the
 //! profile's last save and the closing messages.
 
-use mpiover_common::profile::{Profile, RankClock, Skipped};
+use mpiover_common::profile::{HostLoad, Profile, RankClock, Skipped};
 
 use super::{Driver, Fail};
 use crate::clock;
@@ -13,6 +13,7 @@ const CLOCK_FIELDS: usize = 7;
 impl Driver<'_> {
     pub(super) fn finish(mut self) -> Result<(), Fail> {
         let clocks = self.gather_clocks();
+        let load = self.host_load();
         let t_start = self.t_start;
         let prev_wall = self.prev_wall;
         let unmeasured: Vec<Skipped> = self.queue[self.qpos.min(self.queue.len())..]
@@ -42,6 +43,8 @@ impl Driver<'_> {
         if let Some(r) = prof.runs.last_mut() {
             r.wall_s = prev_wall + (clock::raw_now() - t_start);
             r.complete = complete;
+            // A resumed run keeps the latest segment's reading.
+            r.load = load.or(r.load.take());
         }
         let a = self.a;
         prof.save_atomic(&a.output)
@@ -55,6 +58,31 @@ impl Driver<'_> {
             summarize(prof, clock::raw_now() - t_start, &a.output);
         }
         Ok(())
+    }
+
+    /// How busy rank 0's host was over the run, on rank 0: every rank's CPU
+    /// time since the start is gathered, and those on rank 0's host are the
+    /// calibration's own share of the host's busy time.
+    fn host_load(&self) -> Option<HostLoad> {
+        let mine = [crate::load::own_cpu_s() - self.cpu_start_s];
+        let n = if self.me == 0 {
+            self.world_size as usize
+        } else {
+            1
+        };
+        let mut all = vec![0.0f64; n];
+        mpi::gather_f64s(&mine, &mut all, 0, self.world);
+        if self.me != 0 {
+            return None;
+        }
+        let host_of = &self.topo.layout.host_of;
+        let ours: f64 = all
+            .iter()
+            .zip(host_of)
+            .filter(|(_, &h)| h == host_of[0])
+            .map(|(c, _)| c.max(0.0))
+            .sum();
+        crate::load::judge(&self.load_start, &crate::load::read(), ours)
     }
 
     /// Every rank's clock model, on rank 0 (empty elsewhere).

@@ -72,4 +72,8 @@ struct Driver<'a> {
     run_id: String,
     /// Wall time of the earlier `--resume` segments of this run.
     prev_wall: f64,
+    /// The host's CPU counters (rank 0) and this rank's CPU time when the
+    /// run started: how busy the host was is judged against them at the end.
+    load_start: crate::load::Reading,
+    cpu_start_s: f64,
 }

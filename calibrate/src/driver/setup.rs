@@ -125,6 +125,12 @@ impl<'a> Driver<'a> {
             progress: None,
             run_id: String::new(),
             prev_wall: 0.0,
+            load_start: if me == 0 {
+                crate::load::read()
+            } else {
+                Default::default()
+            },
+            cpu_start_s: crate::load::own_cpu_s(),
         })
     }
 }

@@ -397,3 +397,54 @@ pub(crate) fn max_bytes_and_budget_options_are_checked() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A calibration beside other work says so: in one warning with what to do,
+/// in the run's `load`, and in `profile show`. (Only the busy case is
+/// asserted: whether a test machine is idle is not the test's to know.)
+#[test]
+pub(crate) fn a_busy_host_is_detected_and_said() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tmpdir("busy");
+    let f = d.join("p.json");
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    // One spinning shell per CPU, for the length of the run.
+    let mut burners: Vec<std::process::Child> = (0..cpus)
+        .filter_map(|_| {
+            Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .ok()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let args = [
+        "--quick",
+        "--functions",
+        "MPI_Allreduce",
+        "--sizes",
+        "1,1000",
+        "-o",
+        f.to_str().unwrap(),
+    ];
+    let out = run(2, &[], &args);
+    for b in &mut burners {
+        let _ = b.kill();
+        let _ = b.wait();
+    }
+    let Some(out) = out else {
+        return;
+    };
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines().any(
+            |l| l.starts_with("mpiover-calibrate: warning: the host was busy")
+                && l.contains("calibrate again with the host idle")
+        ),
+        "{err}"
+    );
+    let p = Profile::load(&f).unwrap();
+    let load = p.runs[0].load.as_ref().expect("the run's load is recorded");
+    assert!(load.busy && load.others_cpus > 0.5, "{load:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -330,6 +330,57 @@ pub struct RunInfo {
     pub resumed: u32,
     /// Whether the run measured every planned entry.
     pub complete: bool,
+    /// How busy rank 0's host was while the run measured (none in older
+    /// profiles and where `/proc` cannot be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<HostLoad>,
+}
+
+/// What else ran on rank 0's host while a calibration run measured: the
+/// samples of a busy host hold the other work's noise, and its tmax moves
+/// with that load.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostLoad {
+    /// Seconds between the two readings.
+    pub wall_s: f64,
+    /// CPUs the other processes of the host kept busy on average: the
+    /// host's busy CPU time (`/proc/stat`) less the calibration ranks' own
+    /// (`getrusage`), over the wall time.
+    pub others_cpus: f64,
+    /// Share of the host's CPU time the hypervisor gave to other guests
+    /// (`steal` in `/proc/stat`).
+    pub steal_share: f64,
+    /// The 1-minute load average at the start and at the end.
+    pub loadavg_start: f64,
+    pub loadavg_end: f64,
+    /// The verdict: other work used more than a quarter of a CPU, or steal
+    /// was above 5 %.
+    pub busy: bool,
+}
+
+impl HostLoad {
+    /// Other processes' average CPU use above which a host is busy.
+    pub const BUSY_OTHERS_CPUS: f64 = 0.25;
+    /// Steal share above which a host is busy.
+    pub const BUSY_STEAL: f64 = 0.05;
+
+    /// The reading's verdict (see `busy`).
+    pub fn judge(others_cpus: f64, steal_share: f64) -> bool {
+        others_cpus > Self::BUSY_OTHERS_CPUS || steal_share > Self::BUSY_STEAL
+    }
+
+    /// One line: what ran beside the calibration.
+    pub fn describe(&self) -> String {
+        format!(
+            "other processes used {:.2} CPUs on average over {:.1} s, steal {:.1} %, load average {:.2} -> {:.2}",
+            self.others_cpus,
+            self.wall_s,
+            100.0 * self.steal_share,
+            self.loadavg_start,
+            self.loadavg_end
+        )
+    }
 }
 
 /// One base point.
