@@ -86,7 +86,7 @@ pub fn own_cpu_s() -> f64 {
 pub fn judge(start: &Reading, end: &Reading, ours_s: f64) -> Option<HostLoad> {
     let (a, b) = (start.cpu?, end.cpu?);
     let wall = end.at_s - start.at_s;
-    if !(wall > 0.0) {
+    if wall.is_nan() || wall <= 0.0 {
         return None;
     }
     let busy = (b.busy_s - a.busy_s).max(0.0);
