@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod fit;
+mod profile_check;
 mod profile_cmd;
 mod record_cmd;
 

@@ -37,6 +37,29 @@ pub enum ProfileCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Fit the error models again on the samples the profile keeps (this
+    /// version's models, the profile's q_max and alpha) and write the result.
+    Refit {
+        profile: PathBuf,
+        /// Output profile (may be the input).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Judge the profile's tmax on its kept samples: which models were
+    /// chosen, the share of held-out calls above tmax, how many samples the
+    /// stopping rule needed; with --against, tmax against another calibration.
+    Check {
+        profile: PathBuf,
+        /// Another calibration of the same machine to compare tmax with.
+        #[arg(long, value_name = "PROFILE")]
+        against: Option<PathBuf>,
+        /// Tolerance of the stopping rule (spread of the recent tmax over terr,max).
+        #[arg(long, default_value_t = 0.05, value_name = "FRACTION")]
+        rel_tol: f64,
+        /// Print JSON (with every entry) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Merge the entries of two calibration runs (of the same machine) into one profile.
     Merge {
         a: PathBuf,
@@ -76,6 +99,27 @@ pub fn run(cmd: &ProfileCmd) -> anyhow::Result<()> {
             output,
             force,
         } => merge(a, b, output, *force),
+        ProfileCmd::Refit { profile, output } => {
+            println!("{}", crate::profile_check::refit(profile, output)?);
+            Ok(())
+        }
+        ProfileCmd::Check {
+            profile,
+            against,
+            rel_tol,
+            json,
+        } => {
+            if !(*rel_tol > 0.0 && rel_tol.is_finite()) {
+                bail!("invalid --rel-tol {rel_tol}: a positive fraction");
+            }
+            let c = crate::profile_check::check(profile, against.as_deref(), *rel_tol)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&c)?);
+            } else {
+                print!("{}", crate::profile_check::render(&c));
+            }
+            Ok(())
+        }
     }
 }
 

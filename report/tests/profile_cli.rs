@@ -293,3 +293,129 @@ fn show_flags_a_busy_host() {
         "{out}"
     );
 }
+
+/// A profile that cannot be read is named once, with the system's reason
+/// once (the I/O error was printed twice, as the message and as its cause).
+#[test]
+fn missing_profile_error_says_the_reason_once() {
+    let out = mpiover(&["profile", "show", "/nonexistent/p.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+    assert!(err.contains("/nonexistent/p.json"), "{err}");
+}
+
+/// A profile whose entries keep samples drawn from a known distribution: its
+/// 19 entries of 10 us plus exponential errors of mean 1 us on a 1 ns timer
+/// (deterministic xorshift), 800 samples each.
+fn write_sampled_profile(path: &Path) {
+    use mpiover_common::profile::Samples;
+    write_profile(path, "run-a", 1.0);
+    let mut p = Profile::load(path).unwrap();
+    p.environment.timer.resolution_s = 1e-9;
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut uniform = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    };
+    for e in &mut p.entries {
+        let times: Vec<f64> = (0..800)
+            .map(|_| 10e-6 + (-(1.0 - uniform()).ln() * 1e-6 * 1e9).round() * 1e-9)
+            .collect();
+        e.samples = Samples::encode(&times, 1e-9);
+        e.n = 800;
+    }
+    p.invalidate_index();
+    p.save_atomic(path).unwrap();
+}
+
+/// `profile check` on samples of a known exponential: the models are
+/// accepted on most entries, and held-out calls exceed the fitted tmax about
+/// as often as 1 - q_max says. `refit` writes the models into the profile.
+#[test]
+fn check_and_refit_judge_the_kept_samples() {
+    let d = tmpdir("check");
+    let f = d.join("p.json");
+    write_sampled_profile(&f);
+    let out = mpiover(&["profile", "check", f.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let n = v["entries"].as_u64().unwrap();
+    assert!(n >= 15, "{n} entries");
+    let empirical = v["empirical"].as_u64().unwrap();
+    assert!(
+        empirical * 5 <= n,
+        "{empirical} of {n} entries empirical: {}",
+        v["models"]
+    );
+    // 400 held-out calls per entry: the median share over the entries is
+    // within a factor of about 2 of 1 %.
+    let m = v["exceed"][0].as_f64().unwrap();
+    assert!((0.004..=0.02).contains(&m), "median exceedance {m}");
+    let text = stdout(&mpiover(&["profile", "check", f.to_str().unwrap()]));
+    assert!(
+        text.contains("modelled") && text.contains("out of sample"),
+        "{text}"
+    );
+    // refit: every entry refitted, the models written.
+    let g = d.join("refit.json");
+    let out = mpiover(&[
+        "profile",
+        "refit",
+        f.to_str().unwrap(),
+        "-o",
+        g.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!("{n} entries refitted")),
+        "{}",
+        stdout(&out)
+    );
+    let p = Profile::load(&g).unwrap();
+    let modelled = p
+        .entries
+        .iter()
+        .filter(|e| !e.fallback && e.model.is_some())
+        .count();
+    assert_eq!(modelled as u64, n - empirical);
+    assert!(p.entries.iter().all(|e| e.samples.is_some()));
+}
+
+/// A profile without samples, or with corrupt ones: one error naming the
+/// file (and the entry), exit 2.
+#[test]
+fn check_and_refit_refuse_profiles_without_good_samples() {
+    let d = tmpdir("nosamples");
+    let f = d.join("old.json");
+    write_profile(&f, "run-a", 1.0);
+    for cmd in [
+        vec!["profile", "check", f.to_str().unwrap()],
+        vec!["profile", "refit", f.to_str().unwrap(), "-o", "/tmp/x.json"],
+    ] {
+        let out = mpiover(&cmd);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("old.json") && err.contains("keeps its samples"),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let g = d.join("corrupt.json");
+    write_sampled_profile(&g);
+    let mut p = Profile::load(&g).unwrap();
+    p.entries[3].samples.as_mut().unwrap().ticks.insert(0, '#');
+    p.entries[3].samples.as_mut().unwrap().ticks.pop();
+    let key = p.entries[3].key().to_string();
+    p.save_atomic(&g).unwrap();
+    let out = mpiover(&["profile", "check", g.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("corrupt.json") && err.contains(&key) && err.contains("not base64"),
+        "{err}"
+    );
+}

@@ -6,15 +6,17 @@ use std::path::PathBuf;
 /// Why a profile could not be used. Every message names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
-    #[error("profile {path}: cannot read: {source}")]
+    // The I/O error is part of the message, not a `source`: a chained
+    // report (`{:#}`) would print it twice.
+    #[error("profile {path}: cannot read: {error}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("profile {path}: cannot write: {source}")]
+    #[error("profile {path}: cannot write: {error}")]
     Write {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("profile {path}: not valid JSON: {msg}")]
     Json { path: PathBuf, msg: String },

@@ -26,9 +26,9 @@ impl Profile {
     /// Read and check a profile file.
     pub fn load(path: impl AsRef<Path>) -> Result<Profile, ProfileError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ProfileError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Self::from_json(&text, path)
     }
@@ -161,9 +161,9 @@ impl Profile {
     /// then a rename, so a reader (or a killed run) never sees half a file.
     pub fn save_atomic(&self, path: impl AsRef<Path>) -> Result<(), ProfileError> {
         let path = path.as_ref();
-        let werr = |source| ProfileError::Write {
+        let werr = |error| ProfileError::Write {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(format!(".tmp{}", std::process::id()));

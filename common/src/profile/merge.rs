@@ -82,7 +82,7 @@ pub fn combine_runs(base: &Entry, runs: Vec<EntryRun>) -> Entry {
 
 impl Profile {
     /// The run id used for entries that carry no per-run summaries.
-    pub(crate) fn default_run_id(&self) -> String {
+    pub fn default_run_id(&self) -> String {
         self.runs
             .first()
             .map(|r| r.id.clone())

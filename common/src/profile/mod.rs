@@ -145,6 +145,8 @@ pub const PROFILE_SCHEMA: &str = "mpiover-profile/1";
 
 mod env_match;
 mod error;
+#[cfg(feature = "stats")]
+pub mod fitted;
 mod io;
 mod lookup;
 mod merge;

@@ -1,0 +1,33 @@
+//! A fit of the statistical core written into an entry's fields: the one
+//! mapping the calibrator (when it measures) and `mpiover profile refit`
+//! (when it fits stored samples again) share.
+use mpiover_stats::FitResult;
+
+use super::{FitModel, Measured};
+
+impl FitModel {
+    /// The profile's name of a model family of the statistical core (the
+    /// same lowercase spelling); none for a family this format lacks.
+    pub fn from_name(name: &str) -> Option<FitModel> {
+        serde_json::from_value(serde_json::Value::String(name.to_string())).ok()
+    }
+}
+
+/// Sets the fit fields of `m` from `f`: tmax, the chosen model (none when
+/// every model was rejected: `fallback`, tmax the empirical quantile), and
+/// the parameter and test of the chosen model, or of the best-fitting
+/// (lowest chi-square) one when none was accepted, so that a reader sees how
+/// far off the nearest model was.
+pub fn apply(f: &FitResult, m: &mut Measured) {
+    let chosen = f.chosen.and_then(|c| f.model(c));
+    let shown = chosen.or_else(|| f.models.iter().min_by(|a, b| a.chi2.total_cmp(&b.chi2)));
+    m.tmax_s = f.tmax_s;
+    m.model = chosen.and_then(|c| FitModel::from_name(c.kind.name()));
+    m.lambda = shown.map(|s| s.lambda);
+    m.chi2 = shown.map(|s| s.chi2);
+    m.df = shown.map(|s| s.df as u64);
+    m.critical = shown.and_then(|s| s.critical);
+    m.accepted = chosen.is_some_and(|c| c.accepted);
+    m.fallback = f.fallback;
+    m.bin_width_s = Some(f.bin_width_s);
+}
