@@ -217,7 +217,7 @@ fn tmax_estimate(sample_s: &[f64], opts: &FitOptions) -> Result<(f64, f64), Stat
             let smooth = r
                 .chosen_kind()
                 .and_then(|k| r.model(k))
-                .and_then(|m| m.kind.with_lambda(m.lambda, r.bin_width_s))
+                .and_then(|m| m.kind.from_params(&m.params, r.bin_width_s))
                 .zip(QMax::new(r.q_max).ok())
                 .map(|(model, q)| {
                     r.min_s + model.terr_max_continuous_s(q, r.bin_width_s, r.resolution_s)
