@@ -411,7 +411,10 @@ mod tests {
         ] {
             let ours = beta_reg(a, b, x, 1.0 - x);
             let theirs = statrs_beta_reg(a, b, x);
-            assert!((ours - theirs).abs() < 1e-13, "{a} {b} {x}: {ours} vs {theirs}");
+            assert!(
+                (ours - theirs).abs() < 1e-13,
+                "{a} {b} {x}: {ours} vs {theirs}"
+            );
             // I_x(a, b) + I_(1-x)(b, a) = 1.
             let sym = beta_reg(b, a, 1.0 - x, x);
             assert!((ours + sym - 1.0).abs() < 1e-13);

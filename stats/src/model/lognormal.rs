@@ -111,7 +111,11 @@ pub(super) fn mle(h: &Histogram) -> Option<(f64, f64)> {
         }
     };
     let mu0 = cls.iter().map(|c| c.0 * mid(c)).sum::<f64>() / n;
-    let var0 = cls.iter().map(|c| c.0 * (mid(c) - mu0).powi(2)).sum::<f64>() / n;
+    let var0 = cls
+        .iter()
+        .map(|c| c.0 * (mid(c) - mu0).powi(2))
+        .sum::<f64>()
+        / n;
     let s0 = var0.sqrt().clamp(0.05, SIGMA_MAX / 2.0);
     let (ls_min, ls_max) = (SIGMA_MIN.ln(), SIGMA_MAX.ln());
     let neg_ll = |x: &[f64; 2]| {
@@ -123,13 +127,7 @@ pub(super) fn mle(h: &Histogram) -> Option<(f64, f64)> {
             .map(|&(c, lo, hi)| c * ln_interval((lo - mu) / s, (hi - mu) / s))
             .sum::<f64>()
     };
-    let (x, v) = nelder_mead(
-        neg_ll,
-        [mu0, s0.ln()],
-        [0.3 * s0, 0.3],
-        1e-7,
-        MAX_EVALS,
-    );
+    let (x, v) = nelder_mead(neg_ll, [mu0, s0.ln()], [0.3 * s0, 0.3], 1e-7, MAX_EVALS);
     let (median, sigma) = (x[0].exp(), x[1].exp());
     (v.is_finite() && median > 0.0 && median.is_finite()).then_some((median, sigma))
 }

@@ -2,7 +2,7 @@
 //!
 //! Every model is a distribution of the class index k = 0, 1, 2, ... of an error, so that the
 //! binned log-likelihood ln L = sum over occupied classes of f_k ln p_k is comparable across
-//! families (the selection by AIC in [`crate::fit`] relies on it). Each family's module gives
+//! families (the selection by BIC in [`crate::fit`] relies on it). Each family's module gives
 //! its pmf, tail, MLE and quantile with references:
 //!
 //! | family ([`ModelKind::name`]) | params ([`Model::params`], in order) | free | MLE | module |
@@ -165,7 +165,9 @@ impl ModelKind {
         match self {
             ModelKind::Poisson => self.with_lambda(kbar, w),
             ModelKind::Exponential => self.with_lambda((1.0 / kbar).ln_1p() / w, w),
-            ModelKind::NegBinomial => negbin::mle(h).and_then(|(m, r)| self.from_params(&[m, r], w)),
+            ModelKind::NegBinomial => {
+                negbin::mle(h).and_then(|(m, r)| self.from_params(&[m, r], w))
+            }
             ModelKind::LogNormal => {
                 lognormal::mle(h).and_then(|(m, s)| self.from_params(&[m, s], w))
             }
@@ -201,7 +203,10 @@ impl ModelKind {
                 lambda: p[0],
                 width_s,
             },
-            ModelKind::NegBinomial => Model::NegBinomial { mean: p[0], r: p[1] },
+            ModelKind::NegBinomial => Model::NegBinomial {
+                mean: p[0],
+                r: p[1],
+            },
             ModelKind::LogNormal if p[1] <= lognormal::SIGMA_MAX => Model::LogNormal {
                 median_s: p[0],
                 sigma: p[1],

@@ -80,11 +80,7 @@ pub(crate) fn brent_root(
         }
         a = b;
         fa = fb;
-        b += if d.abs() > tol1 {
-            d
-        } else {
-            tol1.copysign(xm)
-        };
+        b += if d.abs() > tol1 { d } else { tol1.copysign(xm) };
         fb = f(b);
         if !fb.is_finite() {
             return a;
@@ -200,10 +196,19 @@ mod tests {
         let f = |x: &[f64; 2]| (1.0 - x[0]).powi(2) + 100.0 * (x[1] - x[0] * x[0]).powi(2);
         let (x, v) = nelder_mead(f, [-1.2, 1.0], [0.5, 0.5], 1e-16, 2000);
         assert!(v < 1e-9, "{v}");
-        assert!((x[0] - 1.0).abs() < 1e-3 && (x[1] - 1.0).abs() < 1e-3, "{x:?}");
+        assert!(
+            (x[0] - 1.0).abs() < 1e-3 && (x[1] - 1.0).abs() < 1e-3,
+            "{x:?}"
+        );
         // Non-finite values are avoided.
         let (x, v) = nelder_mead(
-            |x: &[f64; 1]| if x[0] < 0.0 { f64::NAN } else { (x[0] - 2.0).powi(2) },
+            |x: &[f64; 1]| {
+                if x[0] < 0.0 {
+                    f64::NAN
+                } else {
+                    (x[0] - 2.0).powi(2)
+                }
+            },
             [1.0],
             [0.5],
             1e-14,

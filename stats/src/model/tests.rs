@@ -1,9 +1,9 @@
 //! Tests of the model families: the Poisson and exponential closed forms, and every family's
 //! pmf, tail, quantiles and MLE.
 use super::*;
-use statrs::function::gamma::gamma_lr;
 use crate::histogram::Binning;
 use crate::sample::Sample;
+use statrs::function::gamma::gamma_lr;
 
 fn hist(ticks: &[u64], r: f64) -> Histogram {
     let v: Vec<f64> = ticks.iter().map(|&k| 1e-6 + k as f64 * r).collect();
@@ -215,7 +215,10 @@ fn new_families_pmf_sums_to_one_and_sf_is_the_tail() {
         // The tail far out is still a positive, decreasing number (no cancellation to 0).
         let far = m.class_quantile(QMax::new(0.999_999).unwrap()) + 1;
         let (a, b) = (m.sf(far), m.sf(far + 1));
-        assert!(a > 0.0 && b > 0.0 && b < a && a <= 1e-6 * (1.0 + 1e-6), "{m:?}: {a} {b}");
+        assert!(
+            a > 0.0 && b > 0.0 && b < a && a <= 1e-6 * (1.0 + 1e-6),
+            "{m:?}: {a} {b}"
+        );
     }
 }
 
@@ -223,7 +226,9 @@ fn new_families_pmf_sums_to_one_and_sf_is_the_tail() {
 #[test]
 fn negbin_contains_geometric_and_poisson() {
     let w = 1e-9;
-    let g = ModelKind::Exponential.with_lambda((1.0f64 / 2.5).ln_1p() / w, w).unwrap();
+    let g = ModelKind::Exponential
+        .with_lambda((1.0f64 / 2.5).ln_1p() / w, w)
+        .unwrap();
     let nb = Model::NegBinomial { mean: 2.5, r: 1.0 };
     let p = Model::Poisson { lambda: 2.5 };
     let nbp = Model::NegBinomial {
@@ -234,7 +239,10 @@ fn negbin_contains_geometric_and_poisson() {
         assert!((nb.ln_pmf(k) - g.ln_pmf(k)).abs() < 1e-12, "k {k}");
         assert!((nb.sf(k) - g.sf(k)).abs() < 1e-12, "k {k}");
         // Relative difference about (k - m)^2 / (2 r) near the mode.
-        assert!((nbp.pmf(k) - p.pmf(k)).abs() < 2e-3 * p.pmf(k).max(1e-12), "k {k}");
+        assert!(
+            (nbp.pmf(k) - p.pmf(k)).abs() < 2e-3 * p.pmf(k).max(1e-12),
+            "k {k}"
+        );
     }
 }
 
@@ -287,7 +295,10 @@ fn new_family_quantiles_are_consistent() {
                 assert!(m.sf(k) > 1.0 - q - 1e-12, "{m:?} q {q} k {k}");
             }
             let x = m.class_quantile_continuous(qm);
-            assert!(x <= k as f64 + 1e-9 && x > k as f64 - 1.0 - 1e-9, "{m:?}: x {x} k {k}");
+            assert!(
+                x <= k as f64 + 1e-9 && x > k as f64 - 1.0 - 1e-9,
+                "{m:?}: x {x} k {k}"
+            );
             let (w, r) = (1e-7, 1e-9);
             let t = m.terr_max_s(qm, w, r);
             let tc = m.terr_max_continuous_s(qm, w, r);
@@ -322,7 +333,9 @@ fn draw(m: &Model, rng: &mut rand::rngs::StdRng) -> u64 {
 fn hist_of(m: &Model, n: usize, seed: u64, w: f64) -> Option<Histogram> {
     use rand::SeedableRng;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let v: Vec<f64> = (0..n).map(|_| 1e-5 + draw(m, &mut rng) as f64 * w).collect();
+    let v: Vec<f64> = (0..n)
+        .map(|_| 1e-5 + draw(m, &mut rng) as f64 * w)
+        .collect();
     let s = Sample::new(&v).unwrap();
     Histogram::new(&s, Binning::choose(&s, w, Some(w)).unwrap()).ok()
 }
@@ -351,7 +364,10 @@ fn every_mle_maximizes_the_likelihood() {
                     continue;
                 };
                 let l = mm.log_likelihood(&h);
-                assert!(l < l0, "{kind} from {gen:?}: param {j} x {f}: {l} >= {l0} at {p:?}");
+                assert!(
+                    l < l0,
+                    "{kind} from {gen:?}: param {j} x {f}: {l} >= {l0} at {p:?}"
+                );
             }
         }
     }
