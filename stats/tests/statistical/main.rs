@@ -6,6 +6,7 @@ use mpiover_stats::FitResult;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Exp, Poisson};
 
+mod families;
 mod inputs;
 mod models;
 mod significance;
@@ -48,6 +49,12 @@ fn check_sane(r: &FitResult) {
         );
         assert!(m.log_likelihood.is_finite() && m.log_likelihood <= 0.0);
         assert!(m.aic.is_finite() && m.tmax_s.is_finite() && m.mean_error_s.is_finite());
+        let k = m.kind.n_params() as f64;
+        assert!((m.aic - (2.0 * k - 2.0 * m.log_likelihood)).abs() < 1e-9 * m.aic.abs().max(1.0));
+        assert!(
+            (m.bic - (k * (r.n as f64).ln() - 2.0 * m.log_likelihood)).abs()
+                < 1e-9 * m.bic.abs().max(1.0)
+        );
         // The stored parameters rebuild the model, and it gives the same tmax.
         let model = m
             .kind
