@@ -1,6 +1,16 @@
-//! The discretized exponential (the overhead paper eq. 4-6): p_k = rho^k (1 - rho) with
-//! rho = e^(-lambda w), lambda in 1/s. The closed-form MLE is rho^ = k-bar / (1 + k-bar)
-//! (see [`super`]).
+//! The discretized exponential (the overhead paper eq. 4-6).
+//!
+//! Cutting the exponential density lambda e^(-lambda x) into windows of width w gives
+//! p_k = F((k+1) w) - F(k w) = e^(-lambda k w) (1 - e^(-lambda w)), lambda in **1/seconds**.
+//! With rho = e^(-lambda w) this is the geometric distribution p_k = rho^k (1 - rho), so
+//! ln L = sum_k f_k (k ln rho + ln(1 - rho)) = S ln rho + N ln(1 - rho), concave in rho, and
+//! d ln L / d rho = S / rho - N / (1 - rho) = 0 gives the closed form
+//!
+//! **rho^ = k-bar / (1 + k-bar), lambda^ = -ln(rho^) / w = ln(1 + 1/k-bar) / w.**
+//!
+//! (The geometric mean rho/(1 - rho) equals k-bar: as for the Poisson model, the MLE matches the
+//! mean class.) Both estimators need k-bar > 0, which [`crate::Histogram::new`] guarantees.
+
 use crate::sample::QMax;
 
 pub(super) fn ln_pmf(lambda: f64, width_s: f64, k: u64) -> f64 {

@@ -11,7 +11,7 @@
 //! # MLE
 //!
 //! The binned likelihood sum_k f_k ln p_k has no closed form (the normal CDF at the class
-//! boundaries). It is maximized by Nelder-Mead over (mu, ln sigma) ([`super::optim`]), from
+//! boundaries). It is maximized by Nelder-Mead over (mu, ln sigma) (the crate's own small optimizer), from
 //! the moments of ln((k + 1/2) w) over the sample (the continuous MLE on the class midpoints),
 //! until the simplex's values agree to 1e-8 of ln L, with at most [`MAX_EVALS`]
 //! evaluations, each one pass over the occupied classes.

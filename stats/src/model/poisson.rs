@@ -1,5 +1,12 @@
-//! Poisson in the class index (the overhead paper eq. 3): p_k = lambda^k e^(-lambda) / k!,
-//! lambda in classes. The closed-form MLE is lambda^ = k-bar (see [`super`]).
+//! Poisson in the class index (the overhead paper eq. 3).
+//!
+//! p_k = lambda^k e^(-lambda) / k!, lambda in **classes**. With f_k errors in class k, N in
+//! total and S = sum_i k_i, the log-likelihood of eq. 7 is
+//! ln L = sum_k f_k (k ln lambda - lambda - ln k!) = S ln lambda - N lambda - const, and
+//! d ln L / d lambda = S / lambda - N = 0 gives the closed form
+//!
+//! **lambda^ = S / N = k-bar**, the mean class.
+
 use statrs::function::gamma::{checked_gamma_lr, gamma_lr, ln_gamma};
 
 use crate::sample::QMax;
