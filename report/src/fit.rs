@@ -218,6 +218,11 @@ fn params_text(m: &ModelFit, bin_width_s: f64) -> String {
         ModelKind::LogNormal => {
             format!("median {}, sigma {} (mean {mean})", human(p(0)), sig4(p(1)))
         }
+        // An empty tail (the likelihood is flat in its mean, which then says nothing) is
+        // shown as such.
+        ModelKind::Mixture if p(2) < 1e-4 => {
+            format!("{} classes + <0.01% tail", sig4(p(0)))
+        }
         ModelKind::Mixture => format!(
             "{} classes + {}% tail of mean {}",
             sig4(p(0)),

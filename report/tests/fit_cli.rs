@@ -255,7 +255,7 @@ mpiover fit: 300 run-times from FILE
   exponential  5.3214e8 1/s (mean 1.8792 ns)                         75.17    6      12.59  <0.0001      991.2  rejected
   negbinomial  mean 1.423 classes, r 275.8 (mean 1.4233 ns)           2.41    2       5.99   0.2997      915.8  accepted
   lognormal    median 1.6239 ns, sigma 0.6093 (mean 1.9551 ns)        8.09    3       7.81   0.0442      924.4  rejected
-  mixture      1.423 classes + 4.660e-9% tail of mean 1.3012 ns       2.42    1       3.84   0.1198      921.5  accepted
+  mixture      1.423 classes + <0.01% tail                            2.42    1       3.84   0.1198      921.5  accepted
 
 Decision: the poisson model fits the errors (chi-square 2.42 <= 7.81 at alpha = 0.05) with the lowest BIC of the accepted models; tmax is its 0.99 quantile.
 tmax = 10.005 us = fastest + 5.0000 ns: the 99% quantile of the Poisson model is class 5 (errors up to 5.0000 ns).
