@@ -170,6 +170,7 @@ mod tests {
                 tmax_s: 12e-3,
                 model: None,
                 lambda: None,
+                params: None,
                 chi2: None,
                 df: None,
                 critical: None,

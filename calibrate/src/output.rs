@@ -176,8 +176,12 @@ pub(crate) fn make_entry(
             model: fit.model.map(|k| match k {
                 ModelKind::Poisson => FitModel::Poisson,
                 ModelKind::Exponential => FitModel::Exponential,
+                ModelKind::NegBinomial => FitModel::NegBinomial,
+                ModelKind::LogNormal => FitModel::LogNormal,
+                ModelKind::Mixture => FitModel::Mixture,
             }),
             lambda: fit.lambda,
+            params: fit.params.clone(),
             chi2: fit.chi2,
             df: fit.df,
             critical: fit.critical,

@@ -20,6 +20,8 @@ pub struct Fitted {
     pub tmax_s: f64,
     pub model: Option<mpiover_stats::ModelKind>,
     pub lambda: Option<f64>,
+    /// Every parameter of the chosen model (none when no model was chosen).
+    pub params: Option<Vec<f64>>,
     pub chi2: Option<f64>,
     pub df: Option<u64>,
     pub critical: Option<f64>,
@@ -60,7 +62,7 @@ impl StatOpts {
 }
 
 /// Fit the error models (the overhead paper §5-7) and return tmax with the chosen model
-/// (the model with the lowest chi-square among the accepted ones; none
+/// (the model with the lowest BIC among the accepted ones; none
 /// accepted: the empirical q_max quantile, `fallback`).
 pub fn fit_sample(sample: &[f64], o: &StatOpts) -> Result<Fitted, String> {
     let r = fit(sample, &o.fit_options()).map_err(|e| e.to_string())?;
@@ -72,6 +74,7 @@ pub fn fit_sample(sample: &[f64], o: &StatOpts) -> Result<Fitted, String> {
         tmax_s: r.tmax_s,
         model: chosen.map(|m| m.kind),
         lambda: shown.map(|m| m.lambda),
+        params: chosen.map(|m| m.params.clone()),
         chi2: shown.map(|m| m.chi2),
         df: shown.map(|m| m.df as u64),
         critical: shown.and_then(|m| m.critical),

@@ -1,5 +1,8 @@
-//! `mpiover fit FILE`: fit the error models of the overhead paper to a sample of run-times and print
-//! tmax, with the reasons. The statistics are in `mpiover_stats`.
+//! `mpiover fit FILE`: fit the error models (the overhead paper's Poisson and exponential, and
+//! the negative binomial, log-normal and body + tail mixture) to a sample of run-times and
+//! print tmax, with the reasons: every family with its parameters, chi-square test and BIC,
+//! the one chosen (lowest BIC among those the test accepts). The statistics are in
+//! `mpiover_stats`.
 //!
 //! Input: one run-time in seconds per line; blank lines and `#` comments (whole lines or the
 //! rest of a line) are ignored; `-` reads standard input. A line that is not a number, or is
@@ -31,7 +34,8 @@ pub struct FitArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Keep the maximum-likelihood lambda (skip the refinement of the overhead paper eq. 10).
+    /// Keep the maximum-likelihood lambda of the Poisson and exponential models (skip the
+    /// refinement of the overhead paper eq. 10).
     #[arg(long)]
     pub no_refine: bool,
     /// Smallest number of run-times accepted.
@@ -189,20 +193,55 @@ fn human_at(s: f64, resolution_s: f64) -> String {
     format!("{v:.digits$} {unit}")
 }
 
-/// lambda with its unit and the mean error it implies. An exhaustive match on the model kind
-/// (not on its name), so that a new model fails to compile here instead of being described
-/// as one of the others.
-fn lambda_text(m: &ModelFit, bin_width_s: f64) -> String {
-    let unit = m.kind.lambda_unit();
+/// The model's parameters with their units and the mean error they imply. An exhaustive
+/// match on the model kind (not on its name), so that a new model fails to compile here
+/// instead of being described as one of the others.
+fn params_text(m: &ModelFit, bin_width_s: f64) -> String {
+    let p = |i: usize| m.params.get(i).copied().unwrap_or(f64::NAN);
+    let mean = human(m.mean_error_s);
     match m.kind {
         ModelKind::Poisson => format!(
-            "{:.4} {unit} (mean {})",
+            "{:.4} classes (mean {})",
             m.lambda,
             human(m.lambda * bin_width_s)
         ),
         ModelKind::Exponential => {
-            format!("{:.4e} {unit} (mean {})", m.lambda, human(1.0 / m.lambda))
+            format!("{:.4e} 1/s (mean {})", m.lambda, human(1.0 / m.lambda))
         }
+        ModelKind::NegBinomial => {
+            format!(
+                "mean {} classes, r {} (mean {mean})",
+                sig4(p(0)),
+                sig4(p(1))
+            )
+        }
+        ModelKind::LogNormal => {
+            format!("median {}, sigma {} (mean {mean})", human(p(0)), sig4(p(1)))
+        }
+        // An empty tail (the likelihood is flat in its mean, which then says nothing) is
+        // shown as such.
+        ModelKind::Mixture if p(2) < 1e-4 => {
+            format!("{} classes + <0.01% tail", sig4(p(0)))
+        }
+        ModelKind::Mixture => format!(
+            "{} classes + {}% tail of mean {}",
+            sig4(p(0)),
+            sig4(100.0 * p(2)),
+            human(1.0 / p(1))
+        ),
+    }
+}
+
+/// A number with 4 significant digits, in scientific notation outside 1e-3..1e5.
+fn sig4(x: f64) -> String {
+    let a = x.abs();
+    if x == 0.0 || !x.is_finite() {
+        format!("{x}")
+    } else if (1e-3..1e5).contains(&a) {
+        let decimals = (3 - a.log10().floor() as i32).max(0) as usize;
+        format!("{x:.decimals$}")
+    } else {
+        format!("{x:.3e}")
     }
 }
 
@@ -260,8 +299,8 @@ fn render_text(name: &str, r: &FitResult) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "  {:<12} {:<38} {:>10} {:>4} {:>10} {:>8}  verdict",
-        "model", "lambda", "chi2", "df", "critical", "p-value"
+        "  {:<12} {:<48} {:>10} {:>4} {:>10} {:>8} {:>10}  verdict",
+        "model", "parameters", "chi2", "df", "critical", "p-value", "BIC"
     );
     for m in &r.models {
         let verdict = match m.verdict {
@@ -279,13 +318,14 @@ fn render_text(name: &str, r: &FitResult) -> String {
         };
         let _ = writeln!(
             s,
-            "  {:<12} {:<38} {:>10.2} {:>4} {:>10} {:>8}  {verdict}{}",
+            "  {:<12} {:<48} {:>10.2} {:>4} {:>10} {:>8} {:>10.1}  {verdict}{}",
             m.kind,
-            lambda_text(m, r.bin_width_s),
+            params_text(m, r.bin_width_s),
             m.chi2,
             m.df,
             crit,
             p,
+            m.bic,
             if m.refined {
                 " (lambda refined, eq. 10)"
             } else {
@@ -308,6 +348,21 @@ fn render_text(name: &str, r: &FitResult) -> String {
                 ModelKind::Exponential => format!(
                     "the {pct} quantile of the exponential model is -ln(1 - {}) / lambda = {}",
                     r.q_max,
+                    human(m.terr_max_s)
+                ),
+                ModelKind::NegBinomial => format!(
+                    "the {pct} quantile of the negative binomial model is class {} (errors up to {})",
+                    m.quantile_class,
+                    human(m.terr_max_s)
+                ),
+                ModelKind::LogNormal => format!(
+                    "the {pct} quantile of the log-normal model is median e^(sigma z_{}) = {}",
+                    r.q_max,
+                    human(m.terr_max_s)
+                ),
+                ModelKind::Mixture => format!(
+                    "the {pct} quantile of the body + tail mixture is class {} (errors up to {})",
+                    m.quantile_class,
                     human(m.terr_max_s)
                 ),
             };
@@ -379,5 +434,10 @@ mod tests {
         assert_eq!(human_at(1e-6, 3.3e-8), "1.0000 us");
         assert_eq!(percent(0.99), "99%");
         assert_eq!(percent(0.995), "99.5%");
+        assert_eq!(sig4(275.81074), "275.8");
+        assert_eq!(sig4(1.0), "1.000");
+        assert_eq!(sig4(0.0012345), "0.001234");
+        assert_eq!(sig4(1.2e-12), "1.200e-12");
+        assert_eq!(sig4(123_456.0), "1.235e5");
     }
 }

@@ -105,9 +105,9 @@ pub fn open_profile(path: &Path, q_max: Option<f64>) -> anyhow::Result<Box<dyn T
 
 /// Re-computes every entry's tmax at another q_max, without re-measuring:
 /// entries with a fitted model (the overhead paper §7) take `min + terr_max(q)` of that
-/// model with its stored lambda and bin width; entries that fell back to the
-/// empirical quantile are interpolated linearly in q between their stored
-/// quantiles (median at 0.5, q90, q99, max at 1). Returns how many entries
+/// model with its stored parameters (or, in older profiles, lambda) and bin width;
+/// entries that fell back to the empirical quantile are interpolated linearly in q
+/// between their stored quantiles (median at 0.5, q90, q99, max at 1). Returns how many entries
 /// were interpolated that way (an approximation, named in the methods block).
 pub fn retarget(profile: &mut Profile, q: f64) -> Result<usize, mpiover_stats::StatsError> {
     let qm = mpiover_stats::QMax::new(q)?;
@@ -118,9 +118,15 @@ pub fn retarget(profile: &mut Profile, q: f64) -> Result<usize, mpiover_stats::S
         let kind = e.model.map(|m| match m {
             FitModel::Poisson => ModelKind::Poisson,
             FitModel::Exponential => ModelKind::Exponential,
+            FitModel::NegBinomial => ModelKind::NegBinomial,
+            FitModel::LogNormal => ModelKind::LogNormal,
+            FitModel::Mixture => ModelKind::Mixture,
         });
-        let fitted = match (kind, e.lambda, e.bin_width_s) {
-            (Some(k), Some(l), Some(w)) => k.with_lambda(l, w).map(|m| (m, w)),
+        // The stored parameters; profiles written before them have only lambda, which is
+        // all a Poisson or exponential model needs.
+        let fitted = match (kind, &e.params, e.lambda, e.bin_width_s) {
+            (Some(k), Some(p), _, Some(w)) => k.from_params(p, w).map(|m| (m, w)),
+            (Some(k), None, Some(l), Some(w)) => k.with_lambda(l, w).map(|m| (m, w)),
             _ => None,
         };
         match fitted {
@@ -231,6 +237,31 @@ mod retarget_tests {
             "{}",
             p.entries[0].tmax_s
         );
+    }
+
+    /// A model with more than one parameter is rebuilt from `params`; stored params take
+    /// precedence over lambda.
+    #[test]
+    fn entries_with_params_follow_their_model() {
+        let mut p = Profile::new(Environment::default(), Method::default());
+        p.method.q_max = 0.99;
+        p.environment.timer.resolution_s = 1e-9;
+        let mut e = entry(Some("lognormal"), Some(5e-7));
+        e.params = Some(vec![5e-7, 0.5]);
+        p.push_entry(e);
+        let mut e = entry(Some("exponential"), Some(1.0));
+        e.bytes = 16; // another key
+        e.params = Some(vec![1e6]);
+        p.push_entry(e);
+        assert_eq!(retarget(&mut p, 0.9).expect("valid q"), 0);
+        // min + median e^(sigma z_0.9)
+        let want = 1e-6 + 5e-7 * (0.5f64 * 1.281_551_565_544_601).exp();
+        assert!((p.entries[0].tmax_s / want - 1.0).abs() < 1e-9);
+        let want = 1e-6 + (10f64).ln() / 1e6;
+        assert!((p.entries[1].tmax_s - want).abs() < 1e-12);
+        // Invalid params: the entry falls back to its stored quantiles.
+        p.entries[0].params = Some(vec![5e-7]);
+        assert_eq!(retarget(&mut p, 0.9).expect("valid q"), 1);
     }
 
     #[test]

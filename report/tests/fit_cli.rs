@@ -151,12 +151,41 @@ fn json_has_the_keys_of_the_issue() {
     assert_eq!(v["bin_width_s"], 1e-9);
     assert_eq!(v["file"], f.to_str().unwrap());
     let models = v["models"].as_array().unwrap();
-    assert_eq!(models.len(), 2);
+    // Every family, in the order of ModelKind::ALL, each with all its parameters.
+    let names: Vec<&str> = models.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "poisson",
+            "exponential",
+            "negbinomial",
+            "lognormal",
+            "mixture"
+        ]
+    );
     for m in models {
-        for key in ["name", "lambda", "chi2", "df", "critical", "accepted"] {
+        for key in [
+            "name",
+            "lambda",
+            "params",
+            "param_names",
+            "param_units",
+            "log_likelihood",
+            "aic",
+            "bic",
+            "chi2",
+            "df",
+            "critical",
+            "accepted",
+        ] {
             assert!(m.get(key).is_some(), "missing models[].{key}: {m}");
         }
+        let params = m["params"].as_array().unwrap();
+        assert_eq!(params.len(), m["param_names"].as_array().unwrap().len());
+        assert_eq!(params[0], m["lambda"], "lambda is the first parameter: {m}");
     }
+    assert_eq!(models[2]["param_names"], serde_json::json!(["mean", "r"]));
+    assert_eq!(models[4]["params"].as_array().unwrap().len(), 3);
     // Poisson lambda in classes (about 1.5), exponential lambda in 1/s (about 1/(1.5 ns)).
     assert_eq!(models[0]["name"], "poisson");
     assert_eq!(models[0]["lambda_unit"], "classes");
@@ -221,11 +250,14 @@ mpiover fit: 300 run-times from FILE
   fastest 10.000 us, slowest 10.006 us; errors e = t - fastest binned in classes of w = 1.0000 ns (timer resolution 1.0000 ns)
   bin width: one timer tick (the Freedman-Diaconis width 2 IQR n^-1/3 is below the resolution); highest class 6, mean class 1.423
 
-  model        lambda                                       chi2   df   critical  p-value  verdict
-  poisson      1.4233 classes (mean 1.4233 ns)              2.42    3       7.81   0.4900  accepted
-  exponential  5.3214e8 1/s (mean 1.8792 ns)               75.17    6      12.59  <0.0001  rejected
+  model        parameters                                             chi2   df   critical  p-value        BIC  verdict
+  poisson      1.4233 classes (mean 1.4233 ns)                        2.42    3       7.81   0.4900      910.1  accepted
+  exponential  5.3214e8 1/s (mean 1.8792 ns)                         75.17    6      12.59  <0.0001      991.2  rejected
+  negbinomial  mean 1.423 classes, r 275.8 (mean 1.4233 ns)           2.41    2       5.99   0.2997      915.8  accepted
+  lognormal    median 1.6239 ns, sigma 0.6093 (mean 1.9551 ns)        8.09    3       7.81   0.0442      924.4  rejected
+  mixture      1.423 classes + <0.01% tail                            2.42    1       3.84   0.1198      921.5  accepted
 
-Decision: the poisson model fits the errors (chi-square 2.42 <= 7.81 at alpha = 0.05); tmax is its 0.99 quantile.
+Decision: the poisson model fits the errors (chi-square 2.42 <= 7.81 at alpha = 0.05) with the lowest BIC of the accepted models; tmax is its 0.99 quantile.
 tmax = 10.005 us = fastest + 5.0000 ns: the 99% quantile of the Poisson model is class 5 (errors up to 5.0000 ns).
 Under these conditions 99% of the calls take at most tmax; time beyond tmax counts as overhead.
 ";

@@ -1,10 +1,12 @@
-//! Micro-benchmark of the fit: samples per second for N = 1,000 and 100,000, and the cost of
-//! one stopping-rule check. Run with
+//! Micro-benchmark of the fit: samples per second for N = 1,000 and 100,000, the cost of each
+//! model family's maximum-likelihood fit and chi-square test at the calibration's N = 400, and
+//! the cost of one stopping-rule check. Run with
 //! `cargo run --release -p mpiover-stats --example fit_speed`.
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use mpiover_stats::{fit, FitOptions, Stop, StoppingRule};
+use mpiover_stats::chi2::{group_bounds, groups_for, test};
+use mpiover_stats::{fit, Binning, FitOptions, Histogram, ModelKind, Sample, Stop, StoppingRule};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, Poisson};
@@ -24,6 +26,24 @@ fn poisson(n: usize, seed: u64) -> Vec<f64> {
     let d = Poisson::new(2.0f64).unwrap();
     (0..n)
         .map(|_| (10_000.0 + d.sample(&mut rng)) * 1e-9)
+        .collect()
+}
+
+/// A run-time-like sample: a body of Poisson(6) ticks of 10 ns with, in 15 % of the calls, an
+/// exponential delay of mean 300 ns on top (what the body + tail mixture describes).
+fn body_tail(n: usize, seed: u64) -> Vec<f64> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let body = Poisson::new(6.0f64).unwrap();
+    let tail = Exp::new(1.0f64 / 300.0).unwrap();
+    (0..n)
+        .map(|i| {
+            let delay = if i % 20 < 3 {
+                tail.sample(&mut rng)
+            } else {
+                0.0
+            };
+            (10_000.0 + 10.0 * body.sample(&mut rng) + delay.floor()) * 1e-9
+        })
         .collect()
 }
 
@@ -118,6 +138,58 @@ fn main() {
         }
     }
     println!("(time/fit and samples/s: fastest of 5 timing blocks; (median): their median)");
+    // Per family at N = 400: the MLE alone, and MLE + grouping + chi-square test (what fit()
+    // does per family, refinement aside), on the histogram fit() builds.
+    println!();
+    println!(
+        "per family at N = 400 (fastest of 5 blocks): MLE / MLE + chi-square test, microseconds"
+    );
+    print!("{:<12}", "errors");
+    for k in ModelKind::ALL {
+        print!(" {:>20}", k.name());
+    }
+    println!(" {:>12}", "whole fit()");
+    for (name, gen) in [
+        ("exponential", exponential as fn(usize, u64) -> Vec<f64>),
+        ("poisson", poisson),
+        ("body+tail", body_tail),
+    ] {
+        let v = gen(400, 11);
+        let s = Sample::new(&v).unwrap();
+        let h = Histogram::new(&s, Binning::choose(&s, 1e-9, None).unwrap()).unwrap();
+        print!("{name:<12}");
+        for k in ModelKind::ALL {
+            let (mle, _) = time(
+                || {
+                    black_box(k.mle(black_box(&h)));
+                },
+                Duration::from_millis(200),
+            );
+            let (all, _) = time(
+                || {
+                    if let Some(m) = k.mle(black_box(&h)) {
+                        let b = group_bounds(&m, h.n(), 5.0);
+                        black_box(test(&groups_for(&m, &h, &b), k.n_params(), 0.05));
+                    }
+                },
+                Duration::from_millis(200),
+            );
+            print!(
+                " {:>9.1} / {:>8.1}",
+                mle.as_secs_f64() * 1e6,
+                all.as_secs_f64() * 1e6
+            );
+        }
+        let (whole, _) = time(
+            || drop(black_box(fit(black_box(&v), &opts))),
+            Duration::from_millis(300),
+        );
+        let chosen = fit(&v, &opts)
+            .ok()
+            .and_then(|r| r.chosen)
+            .map_or("fallback".to_string(), |k| k.to_string());
+        println!(" {:>9.1} us ({chosen})", whole.as_secs_f64() * 1e6);
+    }
     let rule = StoppingRule::default();
     for n in [200usize, 1_000, 5_000] {
         let v = exponential(n, 7);

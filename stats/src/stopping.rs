@@ -35,9 +35,10 @@
 //! while it is measured runs to `max_samples`.
 //!
 //! A prefix that cannot be fitted because its times are all equal or all within one class has
-//! the empirical q_max quantile as its tmax. The check costs `lookback` fits (0.12-0.16 ms in
-//! all at N = 200, 0.23-0.29 ms at N = 1000, release build on a 2-core VM; see the crate's
-//! Performance section), so it can be run every 20-50 new samples. It only looks
+//! the empirical q_max quantile as its tmax. The check costs `lookback` fits (0.6-1.5 ms in
+//! all at N = 200, 1.0-2.3 ms at N = 1000 with the five model families, release build on a
+//! busy 2-core VM; see the crate's Performance section), so it can be run every 20-50 new
+//! samples. It only looks
 //! at the order of the samples it is given, so pass them in measurement order.
 use serde::Serialize;
 
@@ -217,7 +218,7 @@ fn tmax_estimate(sample_s: &[f64], opts: &FitOptions) -> Result<(f64, f64), Stat
             let smooth = r
                 .chosen_kind()
                 .and_then(|k| r.model(k))
-                .and_then(|m| m.kind.with_lambda(m.lambda, r.bin_width_s))
+                .and_then(|m| m.kind.from_params(&m.params, r.bin_width_s))
                 .zip(QMax::new(r.q_max).ok())
                 .map(|(model, q)| {
                     r.min_s + model.terr_max_continuous_s(q, r.bin_width_s, r.resolution_s)

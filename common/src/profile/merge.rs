@@ -61,6 +61,7 @@ pub fn combine_runs(base: &Entry, runs: Vec<EntryRun>) -> Entry {
     e.tmax_s = top.tmax_s;
     e.model = top.model;
     e.lambda = top.lambda;
+    e.params = top.params.clone();
     e.chi2 = top.chi2;
     e.df = top.df;
     e.critical = top.critical;

@@ -136,14 +136,25 @@ pub struct TimerInfo {
 pub enum FitModel {
     Poisson,
     Exponential,
+    /// Negative binomial in the class index: params [mean (classes), r].
+    #[serde(rename = "negbinomial")]
+    NegBinomial,
+    /// Discretized log-normal error: params [median (s), sigma].
+    LogNormal,
+    /// Poisson body plus geometric tail: params [lambda (classes), tail_lambda (1/s),
+    /// tail_weight].
+    Mixture,
 }
 
 impl FitModel {
-    /// The spelling of the profile file.
+    /// The spelling of the profile file (the statistics' `ModelKind::name`).
     pub fn as_str(self) -> &'static str {
         match self {
             FitModel::Poisson => "poisson",
             FitModel::Exponential => "exponential",
+            FitModel::NegBinomial => "negbinomial",
+            FitModel::LogNormal => "lognormal",
+            FitModel::Mixture => "mixture",
         }
     }
 }
@@ -461,10 +472,17 @@ pub struct Measured {
     #[serde(default)]
     pub q99_s: Option<f64>,
     pub tmax_s: f64,
-    /// Chosen model (`poisson`, `exponential`), none when every model was
-    /// rejected (then tmax is the empirical q_max quantile, `fallback`).
+    /// Chosen model (`poisson`, `exponential`, `negbinomial`, `lognormal`,
+    /// `mixture`), none when every model was rejected (then tmax is the
+    /// empirical q_max quantile, `fallback`).
     pub model: Option<FitModel>,
     pub lambda: Option<f64>,
+    /// Every parameter of the chosen model, in the statistics' order
+    /// (`ModelKind::param_names`; `[lambda]` for poisson and exponential), so
+    /// that tmax can be re-computed at another q_max. Absent in profiles
+    /// written before the families with more than one parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Vec<f64>>,
     pub chi2: Option<f64>,
     pub df: Option<u64>,
     /// Critical chi-square value at alpha.

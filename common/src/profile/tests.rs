@@ -28,6 +28,7 @@ fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> E
             tmax_s: tmax,
             model: Some(FitModel::Exponential),
             lambda: Some(1e6),
+            params: None,
             chi2: Some(3.0),
             df: Some(4),
             critical: Some(9.49),

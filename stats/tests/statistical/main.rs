@@ -6,6 +6,7 @@ use mpiover_stats::FitResult;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Exp, Poisson};
 
+mod families;
 mod inputs;
 mod models;
 mod significance;
@@ -39,6 +40,31 @@ fn check_sane(r: &FitResult) {
     assert!(r.bin_width_s >= r.resolution_s * (1.0 - 1e-12));
     for m in &r.models {
         assert!(m.lambda > 0.0 && m.lambda.is_finite() && m.chi2.is_finite() && m.chi2 >= 0.0);
+        assert_eq!(m.params.len(), m.kind.n_params());
+        assert_eq!(m.params[0], m.lambda);
+        assert!(
+            m.params.iter().all(|p| *p > 0.0 && p.is_finite()),
+            "{:?}",
+            m.params
+        );
+        assert!(m.log_likelihood.is_finite() && m.log_likelihood <= 0.0);
+        assert!(m.aic.is_finite() && m.tmax_s.is_finite() && m.mean_error_s.is_finite());
+        let k = m.kind.n_params() as f64;
+        assert!((m.aic - (2.0 * k - 2.0 * m.log_likelihood)).abs() < 1e-9 * m.aic.abs().max(1.0));
+        assert!(
+            (m.bic - (k * (r.n as f64).ln() - 2.0 * m.log_likelihood)).abs()
+                < 1e-9 * m.bic.abs().max(1.0)
+        );
+        // The stored parameters rebuild the model, and it gives the same tmax.
+        let model = m
+            .kind
+            .from_params(&m.params, r.bin_width_s)
+            .expect("params rebuild");
+        let q = mpiover_stats::QMax::new(r.q_max).unwrap();
+        assert_eq!(
+            r.min_s + model.terr_max_s(q, r.bin_width_s, r.resolution_s),
+            m.tmax_s
+        );
         // Refinement is kept only when it lowers chi-square.
         if m.refined {
             assert!(
@@ -59,7 +85,7 @@ fn check_sane(r: &FitResult) {
                 "{}",
                 m.kind
             );
-            assert_eq!(m.df, m.classes.len() - 2);
+            assert_eq!(m.df, m.classes.len() - 1 - m.kind.n_params());
         }
     }
 }

@@ -37,6 +37,7 @@ pub(crate) fn point(function: &str, bytes: u64, role: Option<&str>, tmax_s: f64)
             tmax_s,
             model: Some(mpiover_common::profile::FitModel::Exponential),
             lambda: None,
+            params: None,
             chi2: None,
             df: None,
             critical: None,
