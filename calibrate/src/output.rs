@@ -2,9 +2,8 @@
 //! entry per measured key.
 
 use mpiover_common::profile::{
-    unix_now, Entry, FitModel, Key, Measured, Method, Profile, RunInfo, Samples,
+    fitted, unix_now, Entry, Key, Measured, Method, Profile, RunInfo, Samples,
 };
-use mpiover_stats::ModelKind;
 
 use crate::args::Args;
 use crate::measure;
@@ -142,17 +141,7 @@ pub(crate) fn make_entry(
         return None;
     }
     let s = stat::summarize_sample(sample);
-    let (fit, note) = match stat::fit_sample(sample, stats) {
-        Ok(f) => (f, None),
-        Err(msg) => (
-            stat::Fitted {
-                tmax_s: s.max_s,
-                fallback: true,
-                ..Default::default()
-            },
-            Some(format!("fit failed ({msg}): tmax is the sample maximum")),
-        ),
-    };
+    let fit = stat::fit_sample(sample, stats);
     let mut entry = Entry {
         function: key.function.clone(),
         p: key.p,
@@ -172,27 +161,22 @@ pub(crate) fn make_entry(
             max_s: Some(s.max_s),
             q90_s: s.q90_s,
             q99_s: s.q99_s,
-            tmax_s: fit.tmax_s,
-            model: fit.model.map(|k| match k {
-                ModelKind::Poisson => FitModel::Poisson,
-                ModelKind::Exponential => FitModel::Exponential,
-                ModelKind::NegBinomial => FitModel::NegBinomial,
-                ModelKind::LogNormal => FitModel::LogNormal,
-                ModelKind::Mixture => FitModel::Mixture,
-            }),
-            lambda: fit.lambda,
-            params: fit.params.clone(),
-            chi2: fit.chi2,
-            df: fit.df,
-            critical: fit.critical,
-            accepted: fit.accepted,
-            fallback: fit.fallback,
-            bin_width_s: fit.bin_width_s,
+            // The fit fields: set below from the fit.
+            tmax_s: s.max_s,
+            model: None,
+            lambda: None,
+            params: None,
+            chi2: None,
+            df: None,
+            critical: None,
+            accepted: false,
+            fallback: true,
+            bin_width_s: None,
             window_s: windowed.then_some(out.window_s),
             stop: out.stop,
             sum_s: Some(sample.iter().sum()),
             elapsed_s: Some(out.elapsed_s),
-            note,
+            note: None,
         },
         runs: Vec::new(),
         // Kept for refitting and validating the models without measuring
@@ -200,6 +184,12 @@ pub(crate) fn make_entry(
         // tick: the stored times are exactly the measured ones).
         samples: Samples::encode(sample, mpiover_common::timer::unit_s()),
     };
+    match &fit {
+        Ok(r) => fitted::apply(r, &mut entry.measured),
+        Err(msg) => {
+            entry.note = Some(format!("fit failed ({msg}): tmax is the sample maximum"));
+        }
+    }
     if out.preempted_kept > 0 {
         let busy = format!(
             "{} of {} windows had a rank preempted during its call and were kept (more than half of \

@@ -1,7 +1,7 @@
 //! The one place where the calibrator calls the statistical core
 //! (`mpiover-stats`): fitting tmax, the stopping rule, summaries.
 
-use mpiover_stats::{fit, summarize, FitOptions, StoppingRule};
+use mpiover_stats::{fit, summarize, FitOptions, FitResult, StoppingRule};
 
 /// Options of the statistics, as recorded in the profile's method.
 #[derive(Debug, Clone, Copy)]
@@ -12,22 +12,6 @@ pub struct StatOpts {
     pub min_samples: u64,
     pub max_samples: u64,
     pub rel_tol: f64,
-}
-
-/// A fitted tmax with the model that produced it.
-#[derive(Debug, Clone, Default)]
-pub struct Fitted {
-    pub tmax_s: f64,
-    pub model: Option<mpiover_stats::ModelKind>,
-    pub lambda: Option<f64>,
-    /// Every parameter of the chosen model (none when no model was chosen).
-    pub params: Option<Vec<f64>>,
-    pub chi2: Option<f64>,
-    pub df: Option<u64>,
-    pub critical: Option<f64>,
-    pub accepted: bool,
-    pub fallback: bool,
-    pub bin_width_s: Option<f64>,
 }
 
 /// Order statistics of a sample.
@@ -61,27 +45,12 @@ impl StatOpts {
     }
 }
 
-/// Fit the error models (the overhead paper §5-7) and return tmax with the chosen model
-/// (the model with the lowest BIC among the accepted ones; none
-/// accepted: the empirical q_max quantile, `fallback`).
-pub fn fit_sample(sample: &[f64], o: &StatOpts) -> Result<Fitted, String> {
-    let r = fit(sample, &o.fit_options()).map_err(|e| e.to_string())?;
-    let chosen = r.chosen.and_then(|c| r.models.iter().find(|m| m.kind == c));
-    // The model fields describe the chosen model, or the best-fitting
-    // (lowest chi-square) one when every model was rejected.
-    let shown = chosen.or_else(|| r.models.iter().min_by(|a, b| a.chi2.total_cmp(&b.chi2)));
-    Ok(Fitted {
-        tmax_s: r.tmax_s,
-        model: chosen.map(|m| m.kind),
-        lambda: shown.map(|m| m.lambda),
-        params: chosen.map(|m| m.params.clone()),
-        chi2: shown.map(|m| m.chi2),
-        df: shown.map(|m| m.df as u64),
-        critical: shown.and_then(|m| m.critical),
-        accepted: chosen.is_some_and(|m| m.accepted),
-        fallback: r.fallback,
-        bin_width_s: Some(r.bin_width_s),
-    })
+/// Fit the error models (the overhead paper §5-7): tmax with the chosen model
+/// (the accepted model with the lowest BIC; none accepted: the empirical
+/// q_max quantile, `fallback`). `mpiover_common::profile::fitted::apply`
+/// writes it into an entry.
+pub fn fit_sample(sample: &[f64], o: &StatOpts) -> Result<FitResult, String> {
+    fit(sample, &o.fit_options()).map_err(|e| e.to_string())
 }
 
 /// The stopping rule of the statistical core: tmax of the sample and of its

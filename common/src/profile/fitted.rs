@@ -14,15 +14,17 @@ impl FitModel {
 }
 
 /// Sets the fit fields of `m` from `f`: tmax, the chosen model (none when
-/// every model was rejected: `fallback`, tmax the empirical quantile), and
-/// the parameter and test of the chosen model, or of the best-fitting
-/// (lowest chi-square) one when none was accepted, so that a reader sees how
-/// far off the nearest model was.
+/// every model was rejected: `fallback`, tmax the empirical quantile) with
+/// its parameters, and the test of the chosen model, or of the nearest one
+/// (lowest chi2 / critical value: the families have different degrees of
+/// freedom) when none was accepted, so that a reader sees how far off it was.
 pub fn apply(f: &FitResult, m: &mut Measured) {
     let chosen = f.chosen.and_then(|c| f.model(c));
-    let shown = chosen.or_else(|| f.models.iter().min_by(|a, b| a.chi2.total_cmp(&b.chi2)));
+    let ratio = |x: &mpiover_stats::ModelFit| x.critical.map_or(f64::INFINITY, |c| x.chi2 / c);
+    let shown = chosen.or_else(|| f.models.iter().min_by(|a, b| ratio(a).total_cmp(&ratio(b))));
     m.tmax_s = f.tmax_s;
     m.model = chosen.and_then(|c| FitModel::from_name(c.kind.name()));
+    m.params = chosen.map(|c| c.params.clone());
     m.lambda = shown.map(|s| s.lambda);
     m.chi2 = shown.map(|s| s.chi2);
     m.df = shown.map(|s| s.df as u64);
