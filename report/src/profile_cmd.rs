@@ -320,16 +320,24 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
         );
     }
     println!();
-    let fallback = entries.iter().filter(|e| e.fallback).count();
     let n: u64 = entries.iter().map(|e| e.n).sum();
     let dropped: u64 = entries.iter().map(|e| e.n_invalid).sum();
+    let mut shown = prof.clone();
+    shown.entries = entries.iter().map(|&e| e.clone()).collect();
     println!(
-        "{} entries, {} samples kept, {} dropped (invalid windows), {} with every model rejected (empirical q_max quantile){}",
+        "{} entries, {} samples kept, {} dropped (invalid windows){}",
         entries.len(),
         n,
         dropped,
-        fallback,
-        if prof.skipped.is_empty() { String::new() } else { format!(", {} base points not measured", prof.skipped.len()) }
+        if prof.skipped.is_empty() {
+            String::new()
+        } else {
+            format!(", {} base points not measured", prof.skipped.len())
+        }
+    );
+    println!(
+        "{}",
+        mpiover_report::model::TmaxFrom::of(&shown).describe(Some(prof.method.q_max))
     );
     if want.is_some() && entries.is_empty() {
         bail!(

@@ -53,6 +53,11 @@ pub trait TmaxSource: Sync {
     fn rendezvous_bytes(&self) -> Option<u64> {
         None
     }
+
+    /// The profile's entries by the source of their tmax, when known.
+    fn tmax_from(&self) -> Option<crate::model::TmaxFrom> {
+        None
+    }
 }
 
 /// A tmax source made of a closure: for tests and tools.
@@ -195,6 +200,9 @@ impl TmaxSource for ProfileTmax {
     }
     fn rendezvous_bytes(&self) -> Option<u64> {
         self.profile.protocol.as_ref()?.rendezvous_bytes()
+    }
+    fn tmax_from(&self) -> Option<crate::model::TmaxFrom> {
+        Some(crate::model::TmaxFrom::of(&self.profile))
     }
     fn matches(&self, run: &Environment) -> Option<(bool, String)> {
         Some(match self.profile.matches(run) {

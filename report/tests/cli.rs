@@ -417,6 +417,15 @@ fn a_profile_for_another_mpi_is_a_warning() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("another environment"), "{text}");
     assert!(text.contains("environment matches the run"), "{text}");
+    // METHODS says where the profile's tmax values come from.
+    let p = mpiover_common::profile::Profile::load(&own).unwrap();
+    let n = p.entries.len();
+    assert!(
+        text.contains(&format!(
+            "tmax from an error model on {n} of {n} entries (exponential {n}), the empirical 0.9 quantile on 0"
+        )),
+        "{text}"
+    );
     let v = json_of(&mpiover(&[
         "report",
         rs,
@@ -436,6 +445,11 @@ fn a_profile_for_another_mpi_is_a_warning() {
         v["methods"]
     );
     assert_eq!(v["summary"]["ranked_by"], "overhead");
+    assert_eq!(v["methods"]["profile"]["tmax_from"]["empirical"], 0);
+    assert_eq!(
+        v["methods"]["profile"]["tmax_from"]["models"]["exponential"],
+        n
+    );
 
     let out = mpiover(&["report", rs, "--profile", other.to_str().unwrap()]);
     assert_eq!(

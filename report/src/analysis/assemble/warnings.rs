@@ -38,6 +38,7 @@ pub(crate) fn profile_and_warnings(
                     path: src.name(),
                     matched: m.as_ref().map(|m| m.0),
                     note: m.map(|m| m.1).filter(|s| !s.is_empty()),
+                    tmax_from: src.tmax_from(),
                 }),
                 src.q_max(),
             )
@@ -67,6 +68,11 @@ pub(crate) fn profile_and_warnings(
                             path: p.0.clone(),
                             matched: Some(matched),
                             note: p.3.clone(),
+                            // Read here when the file is still where the
+                            // ranks read it (not an error when it is not).
+                            tmax_from: mpiover_common::profile::Profile::load(&p.0)
+                                .ok()
+                                .map(|prof| crate::model::TmaxFrom::of(&prof)),
                         }),
                         qs.first().copied(),
                     )

@@ -61,7 +61,7 @@ pub(crate) fn methods(o: &mut String, c: &Ctx) {
         "Profile",
         match &m.profile {
             Some(p) => format!(
-                "{} ({}; {})",
+                "{} ({}; {}){}",
                 p.path,
                 if p.source == ProfileSource::Record {
                     "tmax recorded online"
@@ -72,7 +72,11 @@ pub(crate) fn methods(o: &mut String, c: &Ctx) {
                     Some(true) => "environment matches the run",
                     Some(false) => "environment does NOT match the run",
                     None => "environment not checked",
-                }
+                },
+                p.tmax_from
+                    .as_ref()
+                    .map(|t| format!("; {}", t.describe(m.q_max)))
+                    .unwrap_or_default()
             ),
             None => "none".into(),
         },

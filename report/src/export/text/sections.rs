@@ -448,6 +448,9 @@ pub(super) fn methods(o: &mut String, c: &Ctx) {
             if let Some(n) = &p.note {
                 let _ = writeln!(o, "               {n}");
             }
+            if let Some(t) = &p.tmax_from {
+                let _ = writeln!(o, "               {}", t.describe(r.methods.q_max));
+            }
         }
         None => {
             let _ = writeln!(o, "  Profile      none");
