@@ -588,3 +588,25 @@ fn merge_concatenates_the_runs_samples() {
     let back = Profile::from_json(&m.to_json(), std::path::Path::new("m.json")).unwrap();
     assert_eq!(back.entry(&a.entries[0].key()).unwrap().samples, e.samples);
 }
+
+/// Only the one-parameter families get the fitted (tight) null of the
+/// significance test; a larger family's tail quantile is as uncertain as
+/// the empirical one.
+#[test]
+fn basis_is_fitted_only_for_one_parameter_models() {
+    let mut e = entry("MPI_Recv", 2, 8, None, 1e-6);
+    for (model, fitted) in [
+        (FitModel::Poisson, true),
+        (FitModel::Exponential, true),
+        (FitModel::NegBinomial, false),
+        (FitModel::LogNormal, false),
+        (FitModel::Mixture, false),
+    ] {
+        e.model = Some(model);
+        e.fallback = false;
+        assert_eq!(Basis::of(&e).fitted, fitted, "{model}");
+    }
+    e.fallback = true;
+    e.model = Some(FitModel::Poisson);
+    assert!(!Basis::of(&e).fitted);
+}
