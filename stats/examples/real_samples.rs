@@ -2,7 +2,7 @@
 //! on how many entries the chi-square test accepts it and the distribution of chi2^ / critical
 //! value, then which family the selection chooses. Run with
 //! `cargo run --release -p mpiover-stats --example real_samples -- DIR_OR_FILES...`
-//! (default: every `*.json` in /work/samples). Each entry's `samples` holds the run-times as
+//! (a directory stands for every `*.json` in it). Each entry's `samples` holds the run-times as
 //! ticks of `unit_s` above `base_s`, LEB128 varints in base64 (the profile format's
 //! `samples` object); the fit uses the profile's timer resolution, as the calibrator does.
 use std::path::PathBuf;
@@ -65,11 +65,11 @@ fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
 
 fn main() {
     let args: Vec<PathBuf> = std::env::args().skip(1).map(PathBuf::from).collect();
-    let roots = if args.is_empty() {
-        vec![PathBuf::from("/work/samples")]
-    } else {
-        args
-    };
+    if args.is_empty() {
+        eprintln!("usage: real_samples DIR_OR_PROFILE.json... (calibration profiles that keep their samples)");
+        std::process::exit(2);
+    }
+    let roots = args;
     let mut files: Vec<PathBuf> = Vec::new();
     for r in roots {
         match std::fs::read_dir(&r) {
