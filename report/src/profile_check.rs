@@ -201,7 +201,7 @@ pub fn check(path: &Path, against: Option<&Path>, rel_tol: f64) -> anyhow::Resul
             *models.entry(m.clone()).or_insert(0) += 1;
         }
     }
-    let against = against.map(|o| compare(&p, &opts, o)).transpose()?;
+    let against = against.map(|o| compare((&p, path), &opts, o)).transpose()?;
     let pick =
         |f: &dyn Fn(&EntryCheck) -> Option<f64>| spread(per_entry.iter().filter_map(f).collect());
     Ok(Check {
@@ -223,7 +223,11 @@ pub fn check(path: &Path, against: Option<&Path>, rel_tol: f64) -> anyhow::Resul
     })
 }
 
-fn compare(p: &Profile, opts: &FitOptions, other: &Path) -> anyhow::Result<Against> {
+fn compare(
+    (p, path): (&Profile, &Path),
+    opts: &FitOptions,
+    other: &Path,
+) -> anyhow::Result<Against> {
     let q = Profile::load(other)?;
     let oopts = fit_options(&q);
     let (mut t, mut q99, mut med) = (Vec::new(), Vec::new(), Vec::new());
@@ -239,10 +243,7 @@ fn compare(p: &Profile, opts: &FitOptions, other: &Path) -> anyhow::Result<Again
                 None => x.tmax_s,
             })
         };
-        t.push(ratio(
-            refit(opts, e, Path::new("profile"))?,
-            refit(&oopts, f, other)?,
-        ));
+        t.push(ratio(refit(opts, e, path)?, refit(&oopts, f, other)?));
         if let (Some(a), Some(b)) = (e.q99_s, f.q99_s) {
             q99.push(ratio(a, b));
         }
@@ -355,14 +356,15 @@ pub fn refit(path: &Path, output: &Path) -> anyhow::Result<String> {
             anyhow::anyhow!("{}: entry {}: samples: {err}", path.display(), e.key())
         })?;
         let mut runs = p.entries[i].runs.clone();
-        if runs.len() != by_run.len() {
+        // Samples that cannot be told apart by run are fitted as one run
+        // (all of them, not the first run's share).
+        let parts = if runs.len() == by_run.len() {
+            by_run
+        } else {
             runs = vec![p.entries[i].as_run(&p.default_run_id())];
-        }
-        let times: Vec<f64> = by_run.concat();
-        for (r, t) in runs
-            .iter_mut()
-            .zip(by_run.iter().chain(std::iter::repeat(&times)))
-        {
+            vec![by_run.concat()]
+        };
+        for (r, t) in runs.iter_mut().zip(&parts) {
             if let Ok(f) = fit(t, &opts) {
                 mpiover_common::profile::fitted::apply(&f, &mut r.measured);
             }
