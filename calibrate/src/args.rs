@@ -75,6 +75,18 @@ pub(crate) struct Args {
     /// Warm-up calls per entry (discarded).
     #[arg(long, default_value_t = 4)]
     pub(crate) warmup: u32,
+    /// Measure every entry in this many rounds, passes over the whole grid whose samples are
+    /// pooled (each round takes 1/R of --max-samples; the stopping rule applies in the last),
+    /// so that each entry's sample spans the run and the states the machine passes through
+    /// in it (a shared VM's latency can switch between levels every few seconds)
+    /// [default: 1].
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub(crate) rounds: u32,
+    /// With --rounds: start round k no earlier than k * S / R seconds after the first, so that
+    /// the rounds span at least S seconds even when the grid is quick (the ranks sleep between
+    /// rounds) [default: 0].
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) spread: f64,
     /// Seed of the job-order shuffle (default: from the clock; recorded).
     #[arg(long)]
     pub(crate) seed: Option<u64>,

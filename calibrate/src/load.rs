@@ -101,6 +101,7 @@ pub fn judge(start: &Reading, end: &Reading, ours_s: f64) -> Option<HostLoad> {
         loadavg_start: start.loadavg.unwrap_or(0.0),
         loadavg_end: end.loadavg.unwrap_or(0.0),
         busy: HostLoad::judge(others, steal_share),
+        ..Default::default()
     })
 }
 

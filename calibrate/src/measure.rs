@@ -36,8 +36,12 @@
 //! `--sync barrier`: an `MPI_Barrier` before every call instead; nothing is
 //! flagged (the barrier's exit skew lands in the measurement, Hunold & Carpen-Amarie 2015 §4).
 //!
-//! Test-only: `MPIOVER_CALIBRATE_TEST_DELAY="rank:every:seconds"` makes that
-//! world rank sleep before every `every`-th window, so that it starts late.
+//! Test-only: `MPIOVER_CALIBRATE_TEST_DELAY="rank:every:seconds[:jobs]"` makes
+//! that world rank sleep before every `every`-th window, so that it starts
+//! late. `seconds` = `late` makes it start just after the window opened,
+//! whatever the window's length: those windows are never valid. `jobs` limits
+//! the delay to the run's first `jobs` jobs (0 or absent: all), so that an
+//! entry can lose its first measurement and not the second.
 //! Diagnosis: `MPIOVER_CALIBRATE_TRACE=1` prints every batch's window and
 //! flag counts (rank 0 of each job, stderr).
 
@@ -73,8 +77,8 @@ pub struct Settings {
     /// noise that makes windows invalid (a preempted rank, a timer interrupt)
     /// is a time, not a fraction of the call.
     pub window_slack_s: f64,
-    /// Test-only delay: (world rank, every, seconds).
-    pub delay: Option<(i32, u64, f64)>,
+    /// Test-only delay (module docs).
+    pub delay: Option<TestDelay>,
     pub world_rank: i32,
     /// Ping-pongs per clock fit point.
     pub sync_exchanges: u32,
@@ -114,21 +118,56 @@ pub struct Outcome {
     pub elapsed_s: f64,
 }
 
-pub fn parse_delay(v: &str) -> Result<(i32, u64, f64), String> {
+/// The test-only delay of `MPIOVER_CALIBRATE_TEST_DELAY` (module docs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TestDelay {
+    /// The world rank that starts late.
+    pub rank: i32,
+    /// Every `every`-th window.
+    pub every: u64,
+    /// Seconds of sleep; None: just past the window's start.
+    pub seconds: Option<f64>,
+    /// Only in the run's first `jobs` jobs (0: every job).
+    pub jobs: u64,
+}
+
+impl TestDelay {
+    /// Whether rank `me` is late in window `w`.
+    fn hits(&self, me: i32, w: u64) -> bool {
+        self.rank == me && w % self.every == self.every - 1
+    }
+}
+
+pub fn parse_delay(v: &str) -> Result<TestDelay, String> {
     let parts: Vec<&str> = v.split(':').map(str::trim).collect();
     let err = || {
-        format!("MPIOVER_CALIBRATE_TEST_DELAY=\"{v}\": expected rank:every:seconds, e.g. 1:5:0.002")
+        format!(
+            "MPIOVER_CALIBRATE_TEST_DELAY=\"{v}\": expected rank:every:seconds[:jobs], \
+             e.g. 1:5:0.002 or 1:1:late:1"
+        )
     };
-    if parts.len() != 3 {
+    if !(3..=4).contains(&parts.len()) {
         return Err(err());
     }
-    let r = parts[0].parse().map_err(|_| err())?;
+    let rank = parts[0].parse().map_err(|_| err())?;
     let every: u64 = parts[1].parse().map_err(|_| err())?;
-    let s: f64 = parts[2].parse().map_err(|_| err())?;
-    if every == 0 || !(0.0..10.0).contains(&s) {
+    let seconds = match parts[2] {
+        "late" => None,
+        x => Some(x.parse::<f64>().map_err(|_| err())?),
+    };
+    let jobs = match parts.get(3) {
+        Some(x) => x.parse().map_err(|_| err())?,
+        None => 0,
+    };
+    if every == 0 || seconds.is_some_and(|s| !(0.0..10.0).contains(&s)) {
         return Err(err());
     }
-    Ok((r, every, s))
+    Ok(TestDelay {
+        rank,
+        every,
+        seconds,
+        jobs,
+    })
 }
 
 /// `MPIOVER_CALIBRATE_TRACE=1`: rank 0 of each job prints every batch's
@@ -214,6 +253,7 @@ pub fn run_job(
     s: &Settings,
     selected: &[bool],
     deadline: f64,
+    prior: Option<Outcome>,
 ) -> Option<Outcome> {
     let me = mpi::rank(comm);
     let p = mpi::size(comm);
@@ -245,14 +285,22 @@ pub fn run_job(
     let est = mpi::allreduce_max_f64(est, comm);
 
     let spw = per_window(kind, p);
-    let mut out = Outcome {
-        samples: vec![Vec::new(); n_entries],
-        invalid: vec![0; n_entries],
-        invalid_late: vec![0; n_entries],
-        invalid_overrun: vec![0; n_entries],
-        invalid_preempted: vec![0; n_entries],
-        ..Default::default()
+    // Earlier rounds' outcome (rank 0): this round adds to its samples and
+    // counts, and the stopping rule judges them all.
+    let mut out = match prior {
+        Some(o) if o.samples.len() == n_entries => o,
+        _ => Outcome {
+            samples: vec![Vec::new(); n_entries],
+            invalid: vec![0; n_entries],
+            invalid_late: vec![0; n_entries],
+            invalid_overrun: vec![0; n_entries],
+            invalid_preempted: vec![0; n_entries],
+            ..Default::default()
+        },
     };
+    let elapsed_before = out.elapsed_s;
+    // Growth is learned per round (the driver's window slack reads it).
+    out.growths = 0;
     let watch_preemption = s.sync == Sync::Window && !s.yield_wait;
     out.window_base_s = (2.0 * est + 10e-6).clamp(s.window_min_s, s.window_max_s);
     let mut window = (out.window_base_s + s.window_slack_s).clamp(s.window_min_s, s.window_max_s);
@@ -296,12 +344,14 @@ pub fn run_job(
         let mut flags = vec![0u8; FLAGS * nr];
         for i in 0..nr {
             let w = w_count + i as u64;
-            let delayed = matches!(s.delay, Some((r, every, _)) if r == s.world_rank && w % every == every - 1);
+            let delay = s.delay.filter(|d| d.hits(s.world_rank, w));
             match s.sync {
                 Sync::Window => {
                     let t_start = clock.to_local(start + i as f64 * win);
-                    if delayed {
-                        std::thread::sleep(Duration::from_secs_f64(s.delay.map_or(0.0, |x| x.2)));
+                    match delay.map(|d| d.seconds) {
+                        Some(Some(secs)) => std::thread::sleep(Duration::from_secs_f64(secs)),
+                        Some(None) => wait_until(clock, t_start + 20e-6, s.yield_wait),
+                        None => {}
                     }
                     if clock.now() > t_start {
                         flags[ARRIVED_LATE * nr + i] = 1;
@@ -339,8 +389,8 @@ pub fn run_job(
                 }
                 Sync::Barrier => {
                     mpi::barrier(comm);
-                    if delayed {
-                        std::thread::sleep(Duration::from_secs_f64(s.delay.map_or(0.0, |x| x.2)));
+                    if let Some(secs) = delay.and_then(|d| d.seconds) {
+                        std::thread::sleep(Duration::from_secs_f64(secs));
                     }
                     pattern::run_window(
                         kind,
@@ -516,7 +566,7 @@ pub fn run_job(
         }
         out.window_s = window;
         out.stop = stop;
-        out.elapsed_s = clock.now() - t_job0;
+        out.elapsed_s = elapsed_before + (clock.now() - t_job0);
         Some(out)
     } else {
         None

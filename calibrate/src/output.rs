@@ -67,6 +67,15 @@ pub(crate) fn start_profile(
         same!(rel_tol, "--rel-tol");
         same!(entry_budget_s, "--entry-budget");
         same!(pace_s, "--pace");
+        // Absent (0) and 1 both mean one round.
+        if old.rounds.max(1) != method.rounds.max(1) {
+            diffs.push(format!(
+                "--rounds ({} now, {} in the profile)",
+                method.rounds.max(1),
+                old.rounds.max(1)
+            ));
+        }
+        same!(spread_s, "--spread");
         // --time-budget may change: it shapes no sample, only how many jobs
         // run, and resuming a run its budget stopped needs a larger one. It is
         // the total over all segments (the new value replaces the old).

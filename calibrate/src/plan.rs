@@ -125,6 +125,15 @@ pub(crate) fn make_plan(a: &Args, world_size: u32) -> Result<Plan, String> {
             }
         }
     }
+    if !(a.spread.is_finite() && a.spread >= 0.0) {
+        return Err(format!(
+            "--spread {}: must be a number of seconds >= 0",
+            a.spread
+        ));
+    }
+    if a.spread > 0.0 && a.rounds < 2 {
+        return Err("--spread spaces rounds: it needs --rounds 2 or more".into());
+    }
     if !(a.rel_tol.is_finite() && a.rel_tol > 0.0) {
         return Err(format!("--rel-tol {}: must be positive", a.rel_tol));
     }

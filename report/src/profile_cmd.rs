@@ -204,13 +204,18 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
         fmt_s(env.timer.cost_s)
     );
     println!(
-        "  method:   sync {} | q_max {} | alpha {} | warm-up {} | samples {}..{} | entry budget {} s{} | seed {}{}",
+        "  method:   sync {} | q_max {} | alpha {} | warm-up {} | samples {}..{}{} | entry budget {} s{} | seed {}{}",
         m.sync,
         m.q_max,
         m.alpha,
         m.warmup,
         m.min_samples,
         m.max_samples,
+        match (m.rounds, m.spread_s) {
+            (0 | 1, _) => String::new(),
+            (r, s) if s > 0.0 => format!(" in {r} rounds over >= {s} s"),
+            (r, _) => format!(" in {r} rounds"),
+        },
         m.entry_budget_s,
         m.time_budget_s.map(|b| format!(" | run budget {b} s")).unwrap_or_default(),
         m.seed,

@@ -16,11 +16,13 @@ impl Driver<'_> {
         let load = self.host_load();
         let t_start = self.t_start;
         let prev_wall = self.prev_wall;
+        let mut seen = std::collections::HashSet::new();
         let unmeasured: Vec<Skipped> = self.queue[self.qpos.min(self.queue.len())..]
             .iter()
             // A job queued again for a second try is already listed as
-            // skipped, with its first try's reason.
-            .filter(|&id| !self.retried.contains(id))
+            // skipped, with its first try's reason; a job's later rounds
+            // are one job.
+            .filter(|&id| !self.retried.contains(id) && seen.insert(*id))
             .flat_map(|&id| self.keys(&self.jobs[id]))
             .map(|k| Skipped {
                 function: k.function,
@@ -82,7 +84,16 @@ impl Driver<'_> {
             .filter(|(_, &h)| h == host_of[0])
             .map(|(c, _)| c.max(0.0))
             .sum();
-        crate::load::judge(&self.load_start, &crate::load::read(), ours)
+        let load = crate::load::judge(&self.load_start, &crate::load::read(), ours)?;
+        // Load that came and went between the readings shows in the samples
+        // themselves: an entry's typical call moved while it was measured.
+        let ratios = self.profile.as_ref().map_or_else(Vec::new, |p| {
+            p.entries
+                .iter()
+                .filter_map(|e| e.samples.as_ref()?.half_drift(HostLoad::DRIFT_MIN_SAMPLES))
+                .collect()
+        });
+        Some(load.with_drift(ratios))
     }
 
     /// Every rank's clock model, on rank 0 (empty elsewhere).
@@ -128,7 +139,8 @@ fn summarize(prof: &Profile, wall_s: f64, output: &std::path::Path) {
     let n: u64 = prof.entries.iter().map(|e| e.n).sum();
     let inv: u64 = prof.entries.iter().map(|e| e.n_invalid).sum();
     let pre: u64 = prof.entries.iter().map(|e| e.n_preempted).sum();
-    let kept: f64 = prof.entries.iter().filter_map(|e| e.sum_s).sum();
+    // An empty f64 sum is -0.0, printed "-0.000000": adding 0.0 makes it +0.
+    let kept: f64 = prof.entries.iter().filter_map(|e| e.sum_s).sum::<f64>() + 0.0;
     eprintln!(
         "mpiover-calibrate: {} entries ({} samples kept, {} dropped, {} of them preempted), \
          {} skipped, {:.1} s -> {}",

@@ -88,12 +88,22 @@ impl Driver<'_> {
             let first = queue.remove(0);
             queue.push(first);
         }
+        // --rounds: the round's order rotated by a fraction each round, so a
+        // job does not always sit at the same point of a round.
+        let one = queue.clone();
+        let rounds = self.a.rounds.max(1) as usize;
+        for k in 1..rounds {
+            let mut q = one.clone();
+            q.rotate_left(k * one.len() / rounds);
+            queue.extend(q);
+        }
+        self.round_len = one.len();
         prof.skipped.clear();
         self.run_id = prof.runs.last().map(|r| r.id.clone()).unwrap_or_default();
         self.prev_wall = prof.runs.last().map_or(0.0, |r| r.wall_s);
         let mut pr = Progress::new(total, self.a.quiet);
-        pr.update(total - queue.len(), "starting");
-        self.progress = Some((pr, total - queue.len()));
+        pr.update(total - one.len(), "starting");
+        self.progress = Some((pr, total - one.len()));
         let a = self.a;
         prof.method.clock_sync = (a.sync == SyncArg::Window).then(|| ClockSync {
             method: "Jones-Koenig style: ping-pong offsets against rank 0 (the fastest of each fit \
@@ -114,6 +124,7 @@ impl Driver<'_> {
 
     /// Rank 0's next command.
     fn next_command(&mut self, last_sync: f64, deadline: f64) -> Command {
+        self.wait_for_round(deadline);
         let now = clock::raw_now();
         let more = self.qpos < self.queue.len();
         if self.a.sync == SyncArg::Window && now - last_sync > self.a.resync_interval && more {
@@ -124,6 +135,34 @@ impl Driver<'_> {
         } else {
             Command::Done
         }
+    }
+
+    /// Rank 0, `--spread`: before the first job of round k, sleep until k * S / R
+    /// seconds after the first round started (not past the run's deadline).
+    /// The other ranks wait in the sleepy broadcast of the next command.
+    fn wait_for_round(&mut self, deadline: f64) {
+        let t0 = *self.rounds_t0.get_or_insert_with(clock::raw_now);
+        let rounds = self.a.rounds.max(1) as usize;
+        if self.round_len == 0 || !self.qpos.is_multiple_of(self.round_len) || self.a.spread <= 0.0
+        {
+            return;
+        }
+        let k = self.qpos / self.round_len;
+        if k == 0 || k >= rounds {
+            return;
+        }
+        let until = (t0 + k as f64 * self.a.spread / rounds as f64).min(deadline);
+        let wait = until - clock::raw_now();
+        if wait > 0.0 {
+            std::thread::sleep(std::time::Duration::from_secs_f64(wait));
+        }
+    }
+
+    /// Whether the job's coming measurement is a round before its last
+    /// (`--rounds`; a job measured again for want of valid samples is not).
+    fn round_before_last(&self, id: usize) -> bool {
+        let had = self.rounds_done.get(&id).copied().unwrap_or(0);
+        had + 1 < self.a.rounds.max(1) && !self.retried.contains(&id)
     }
 
     /// The job loop: rank 0 commands, every rank follows.
@@ -155,6 +194,7 @@ impl Driver<'_> {
                 Command::Done => break,
                 Command::Job(id) => id,
             };
+            self.jobs_started += 1;
             let Some(job) = self.jobs.get(id).cloned() else {
                 continue;
             };
@@ -164,7 +204,22 @@ impl Driver<'_> {
             if let Some((pr, done)) = self.progress.as_mut() {
                 pr.update(*done, &job.label());
             }
-            let settings = self.job_settings(&job, &window_slack);
+            let mut settings = self.job_settings(&job, &window_slack);
+            let before_last = self.round_before_last(id);
+            let rounds = u64::from(self.a.rounds.max(1));
+            if rounds > 1 {
+                // Each round takes its share of the samples; the stopping
+                // rule judges the pooled sample in the last round only.
+                let had = u64::from(self.rounds_done.get(&id).copied().unwrap_or(0));
+                if before_last {
+                    let quota = self.stats.max_samples.div_ceil(rounds) * (had + 1);
+                    settings.stats.min_samples = quota;
+                    settings.stats.max_samples = quota;
+                }
+                if self.plan.pace.is_none() {
+                    settings.entry_budget_s /= rounds as f64;
+                }
+            }
             let sel = self.selected(&job);
             let outcome = measure::run_job(
                 job.kind,
@@ -175,7 +230,9 @@ impl Driver<'_> {
                 &settings,
                 &sel,
                 deadline,
+                self.partial.remove(&id),
             );
+            *self.rounds_done.entry(id).or_insert(0) += 1;
             if let Some(out) = &outcome {
                 // Learn how much longer than the warm-up estimate windows have
                 // to be on this machine now: follow the growth jobs needed,
@@ -188,8 +245,12 @@ impl Driver<'_> {
                     *slack *= 0.8;
                 }
             }
-            if let Some(out) = outcome {
-                self.record(id, &job, &sel, &out)?;
+            match outcome {
+                Some(out) if before_last => {
+                    self.partial.insert(id, out);
+                }
+                Some(out) => self.record(id, &job, &sel, &out)?,
+                None => {}
             }
         }
         Ok(())
@@ -217,6 +278,10 @@ impl Driver<'_> {
             entry_budget_s,
             yield_wait: cpus > 0 && self.topo.local_members(job, self.me) > cpus,
             window_slack_s: window_slack.get(&job.ranks).copied().unwrap_or(0.0),
+            delay: self
+                .settings
+                .delay
+                .filter(|d| d.jobs == 0 || self.jobs_started <= d.jobs),
             ..self.settings.clone()
         }
     }

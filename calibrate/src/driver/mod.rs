@@ -67,6 +67,17 @@ struct Driver<'a> {
     /// Rank 0: jobs queued a second time because an entry got no valid
     /// sample (each is re-measured once, at the end of the queue).
     retried: std::collections::HashSet<usize>,
+    /// Jobs commanded so far (every rank counts them; the test-only delay's
+    /// `jobs` limit reads it).
+    jobs_started: u64,
+    /// `--rounds`: jobs per round in the queue (the queue holds the rounds
+    /// one after the other), the rounds each job has had so far (every
+    /// rank), and rank 0's outcomes of the rounds before a job's last.
+    round_len: usize,
+    rounds_done: std::collections::HashMap<usize, u32>,
+    partial: std::collections::HashMap<usize, crate::measure::Outcome>,
+    /// Rank 0: raw clock time the first round started.
+    rounds_t0: Option<f64>,
     /// Rank 0: the progress bar and the jobs done.
     progress: Option<(Progress, usize)>,
     run_id: String,

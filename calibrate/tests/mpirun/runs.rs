@@ -448,3 +448,68 @@ pub(crate) fn a_busy_host_is_detected_and_said() {
     assert!(load.busy && load.others_cpus > 0.5, "{load:?}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `--rounds 3 --spread 1.5`: every entry is measured in three passes over
+/// the grid whose samples are pooled, the rounds at least 0.5 s apart, so the
+/// run lasts at least a second and every entry keeps samples from each
+/// round (a third of --max-samples per round before the last). The profile
+/// says how it was measured, and resuming with other rounds is refused.
+#[test]
+pub(crate) fn rounds_pool_an_entry_over_the_run() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tmpdir("rounds");
+    let f = d.join("p.json");
+    let fs = f.to_str().unwrap();
+    let args = [
+        "--functions",
+        "MPI_Allreduce,MPI_Bcast",
+        "--procs",
+        "2",
+        "--sizes",
+        "8",
+        "--max-samples",
+        "300",
+        "--min-samples",
+        "100",
+        "--rounds",
+        "3",
+        "--spread",
+        "1.5",
+        "-o",
+        fs,
+    ];
+    let Some(out) = run(2, &[], &args) else {
+        return;
+    };
+    ok(&out);
+    let p = Profile::load(&f).unwrap();
+    assert_eq!((p.method.rounds, p.method.spread_s), (3, 1.5));
+    assert!(p.runs[0].wall_s >= 1.0, "wall {} s", p.runs[0].wall_s);
+    assert!(p.skipped.is_empty(), "{:?}", p.skipped);
+    assert!(p.entries.len() >= 2);
+    for e in &p.entries {
+        // Two rounds of 100 and a last one that adds at least one batch.
+        assert!(e.n > 200 && e.n <= 300, "{}: n = {}", e.function, e.n);
+        let s = e.samples.as_ref().expect("samples are kept");
+        assert_eq!(s.count, e.n);
+    }
+    if let Some(cli) = mpiover_cli() {
+        let show = Command::new(cli)
+            .args(["profile", "show", fs])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&show.stdout);
+        assert!(text.contains("in 3 rounds over >= 1.5 s"), "{text}");
+    }
+
+    let mut again = args.to_vec();
+    again[11] = "2";
+    again.push("--resume");
+    let Some(out) = run(2, &[], &again) else {
+        return;
+    };
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--rounds (2 now, 3 in the profile)"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

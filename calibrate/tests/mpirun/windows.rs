@@ -210,3 +210,51 @@ pub(crate) fn busy_host_windows_are_dropped_and_tmax_stays_in_microseconds() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// An entry whose every window was invalid (a burst of load) is measured once
+/// more at the end of the run before it is given up: here rank 1 starts late
+/// in every window of the first job only, and the entry comes out of its
+/// second measurement, with nothing skipped. When it is late in every job,
+/// the entry is skipped with the reason, and the closing warning names it.
+#[test]
+pub(crate) fn entry_without_a_valid_sample_is_measured_again_then_named() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tmpdir("retry");
+    let f = d.join("p.json");
+    let fs = f.to_str().unwrap();
+    let mut args = allreduce_8b(fs).to_vec();
+    args.extend(["--entry-budget", "0.3"]);
+    let Some(out) = run(2, &[("MPIOVER_CALIBRATE_TEST_DELAY", "1:1:late:1")], &args) else {
+        return;
+    };
+    ok(&out);
+    let p = Profile::load(&f).unwrap();
+    assert!(p.skipped.is_empty(), "{:?}", p.skipped);
+    assert_eq!(p.entries.len(), 1);
+    assert!(p.entries[0].n >= 20, "{:?}", p.entries[0]);
+
+    let _ = std::fs::remove_file(&f);
+    let Some(out) = run(2, &[("MPIOVER_CALIBRATE_TEST_DELAY", "1:1:late")], &args) else {
+        return;
+    };
+    ok(&out);
+    let p = Profile::load(&f).unwrap();
+    assert!(p.entries.is_empty(), "{:?}", p.entries);
+    assert_eq!(p.skipped.len(), 1, "{:?}", p.skipped);
+    let s = &p.skipped[0];
+    assert!(
+        s.function == "MPI_Allreduce"
+            && s.reason.contains("no valid sample")
+            && s.reason.contains("also when measured again at the end"),
+        "{s:?}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("mpiover-calibrate: warning:")
+                && l.contains("MPI_Allreduce p=2 8 B")
+                && l.contains("also when measured again at the end")),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -152,6 +152,20 @@ impl Samples {
         Ok(out)
     }
 
+    /// Larger over smaller of the medians of the first and the second half
+    /// of the last run's samples (measurement order): how far the entry's
+    /// typical call moved while it was measured. None below `min` samples.
+    pub fn half_drift(&self, min: usize) -> Option<f64> {
+        let last = self.times_by_run().ok()?.pop()?;
+        if last.len() < min.max(2) {
+            return None;
+        }
+        let h = last.len() / 2;
+        let a = super::merge::median_of(last[..h].to_vec());
+        let b = super::merge::median_of(last[h..].to_vec());
+        (a > 0.0 && b > 0.0).then(|| a.max(b) / a.min(b))
+    }
+
     /// The samples of several runs, one after the other, re-encoded on the
     /// finest unit among them.
     pub fn concat(parts: &[&Samples]) -> Result<Option<Samples>, SamplesError> {

@@ -262,6 +262,21 @@ pub struct Method {
     pub communicators: String,
     /// Anything else worth knowing (test settings in force, ...).
     pub notes: Vec<String>,
+    /// Rounds each entry was measured in (passes over the grid whose
+    /// samples are pooled); 0 or 1: one (absent from such profiles).
+    #[serde(skip_serializing_if = "at_most_one")]
+    pub rounds: u32,
+    /// The least wall time the rounds were spread over, seconds.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub spread_s: f64,
+}
+
+fn at_most_one(v: &u32) -> bool {
+    *v <= 1
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// Clock synchronization: a linear model (offset + drift) of each rank's clock
@@ -365,9 +380,24 @@ pub struct HostLoad {
     /// The 1-minute load average at the start and at the end.
     pub loadavg_start: f64,
     pub loadavg_end: f64,
-    /// The verdict: other work used more than a quarter of a CPU, or steal
-    /// was above 5 %.
+    /// How far the entries' typical call moved while each was measured:
+    /// over the run's entries of at least `DRIFT_MIN_SAMPLES` samples, the
+    /// median of (larger / smaller) of the medians of the first and the
+    /// second half of the entry's samples in measurement order. About
+    /// 1.01-1.06 on an idle host; load that comes and goes moves it.
+    /// Absent when fewer than `DRIFT_MIN_ENTRIES` entries qualify.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<f64>,
+    /// The entries `drift` is the median over.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub drift_entries: u32,
+    /// The verdict: other work used more than a quarter of a CPU, steal
+    /// was above 5 %, or `drift` above `BUSY_DRIFT`.
     pub busy: bool,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 impl HostLoad {
@@ -376,21 +406,58 @@ impl HostLoad {
     /// Steal share above which a host is busy.
     pub const BUSY_STEAL: f64 = 0.05;
 
+    /// Half-to-half median ratio above which the medians moved during the
+    /// run. Idle quick calibrations of this project's 2-core VM read
+    /// 1.01-1.06 (Open MPI) and up to 1.09 (MPICH, 4 ranks spinning on 2
+    /// CPUs); with another process taking one or two CPUs, 1.12-1.18.
+    pub const BUSY_DRIFT: f64 = 1.10;
+    /// Samples an entry needs to count in `drift` (20 per half).
+    pub const DRIFT_MIN_SAMPLES: usize = 40;
+    /// Entries `drift` needs to be stated at all.
+    pub const DRIFT_MIN_ENTRIES: usize = 20;
+
     /// The reading's verdict (see `busy`).
     pub fn judge(others_cpus: f64, steal_share: f64) -> bool {
         others_cpus > Self::BUSY_OTHERS_CPUS || steal_share > Self::BUSY_STEAL
     }
 
+    /// Sets `drift` from the half-to-half ratios of the entries (one per
+    /// entry, see `drift`) and folds it into the verdict.
+    pub fn with_drift(mut self, mut ratios: Vec<f64>) -> HostLoad {
+        ratios.retain(|r| r.is_finite() && *r >= 1.0);
+        if ratios.len() >= Self::DRIFT_MIN_ENTRIES {
+            let d = super::merge::median_of(ratios.clone());
+            self.drift = Some(d);
+            self.drift_entries = ratios.len() as u32;
+        }
+        self.busy = Self::judge(self.others_cpus, self.steal_share)
+            || self.drift.is_some_and(|d| d > Self::BUSY_DRIFT);
+        self
+    }
+
     /// One line: what ran beside the calibration.
     pub fn describe(&self) -> String {
-        format!(
+        let mut s = format!(
             "other processes used {:.2} CPUs on average over {:.1} s, steal {:.1} %, load average {:.2} -> {:.2}",
             self.others_cpus,
             self.wall_s,
             100.0 * self.steal_share,
             self.loadavg_start,
             self.loadavg_end
-        )
+        );
+        if let Some(d) = self.drift {
+            s += &format!(
+                ", entries' medians moved x{d:.2} between the halves of their samples \
+                 (median of {} entries{})",
+                self.drift_entries,
+                if d > Self::BUSY_DRIFT {
+                    format!(", above {:.2}", Self::BUSY_DRIFT)
+                } else {
+                    String::new()
+                }
+            );
+        }
+        s
     }
 }
 

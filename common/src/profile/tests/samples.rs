@@ -57,3 +57,38 @@ fn basis_is_fitted_only_for_one_parameter_models() {
     e.model = Some(FitModel::Poisson);
     assert!(!Basis::of(&e).fitted);
 }
+
+/// The drift reading: an entry whose second half of samples is 30 % slower
+/// reads 1.3; the last run's samples count, not a merged earlier run's; a
+/// run with too few qualifying entries states no drift, and one above the
+/// limit is busy even when no other process used the CPUs.
+#[test]
+fn drift_reads_the_halves_of_the_last_run() {
+    let mut times: Vec<f64> = (0..50).map(|i| 1.0e-6 + (i % 5) as f64 * 1e-9).collect();
+    times.extend((0..50).map(|i| 1.3e-6 + (i % 5) as f64 * 1e-9));
+    let s = Samples::encode(&times, 1e-10).unwrap();
+    let d = s.half_drift(HostLoad::DRIFT_MIN_SAMPLES).unwrap();
+    assert!((d - 1.3).abs() < 0.01, "{d}");
+    assert!(s.half_drift(101).is_none());
+    let steady = Samples::encode(&[2.0e-6; 60], 1e-10).unwrap();
+    let both = Samples::concat(&[&s, &steady]).unwrap().unwrap();
+    assert_eq!(both.half_drift(40), Some(1.0));
+
+    let idle = HostLoad {
+        others_cpus: 0.01,
+        ..Default::default()
+    };
+    let few = idle
+        .clone()
+        .with_drift(vec![1.5; HostLoad::DRIFT_MIN_ENTRIES - 1]);
+    assert!(few.drift.is_none() && !few.busy, "{few:?}");
+    let calm = idle.clone().with_drift(vec![1.04; 30]);
+    assert!(!calm.busy && calm.drift == Some(1.04), "{calm:?}");
+    let moved = idle.with_drift(vec![1.2; 30]);
+    assert!(moved.busy && moved.drift_entries == 30, "{moved:?}");
+    assert!(
+        moved.describe().contains("moved x1.20"),
+        "{}",
+        moved.describe()
+    );
+}
