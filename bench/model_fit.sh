@@ -63,7 +63,8 @@ for mpi in $MPIS; do
             }
         done
         c=$("$MPIOVER" profile check "$OUT/$mpi-np$np-a.json" --against "$OUT/$mpi-np$np-b.json" --json)
-        busy=$(jq -r '[.runs[].load.busy // false] | any | if . then "BUSY" else "idle" end' \
+        busy=$(jq -r '[.runs[].load // {} | if .busy then "BUSY" elif .unsteady then "unsteady"
+                else "idle" end] | join(",")' \
             "$OUT/$mpi-np$np-a.json" "$OUT/$mpi-np$np-b.json" | sort -u | tr '\n' ' ')
         jq -r --arg mpi "$mpi" --arg np "$np" --arg busy "$busy" '
           def p: (. * 1000 | round / 10 | tostring) + "%";

@@ -71,6 +71,26 @@ pub(crate) fn warnings(prof: &Profile, output: &str) -> Vec<String> {
             l.describe()
         ));
     }
+    if let Some(l) = prof
+        .runs
+        .last()
+        .and_then(|r| r.load.as_ref())
+        .filter(|l| l.unsteady && !l.busy)
+    {
+        w.push(format!(
+            "the calls' typical time moved while they were measured, with the host otherwise \
+             idle ({}): this machine's latency changes over time (on a shared or virtual machine \
+             it can switch between levels every few seconds), and tmax holds the states this run \
+             saw; {}",
+            l.describe(),
+            if prof.method.rounds > 1 {
+                "its entries were pooled over --rounds already: a longer --spread sees more states"
+            } else {
+                "calibrate with --rounds 6 --spread 60 so that every entry is measured across them, \
+                 or merge calibrations (`mpiover profile merge`)"
+            }
+        ));
+    }
     let env = &prof.environment;
     let on_first = env.ranks_per_host.first().copied().unwrap_or(0);
     if env.cpus > 0 && on_first > env.cpus {

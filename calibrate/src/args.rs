@@ -78,8 +78,9 @@ pub(crate) struct Args {
     /// Measure every entry in this many rounds, passes over the whole grid whose samples are
     /// pooled (each round takes 1/R of --max-samples; the stopping rule applies in the last),
     /// so that each entry's sample spans the run and the states the machine passes through
-    /// in it (a shared VM's latency can switch between levels every few seconds)
-    /// [default: 1].
+    /// in it (a shared VM's latency can switch between levels every few seconds). Each round
+    /// gets its share of the entry's budget: with more ranks than CPUs and --quick's pace, slow
+    /// entries can then get no valid sample; give them --pace or --entry-budget [default: 1].
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub(crate) rounds: u32,
     /// With --rounds: start round k no earlier than k * S / R seconds after the first, so that

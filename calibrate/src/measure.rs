@@ -304,6 +304,12 @@ pub fn run_job(
     let watch_preemption = s.sync == Sync::Window && !s.yield_wait;
     out.window_base_s = (2.0 * est + 10e-6).clamp(s.window_min_s, s.window_max_s);
     let mut window = (out.window_base_s + s.window_slack_s).clamp(s.window_min_s, s.window_max_s);
+    // A later round starts from the window the job's last round ended with:
+    // relearning it by dropped windows would spend the round's share of the
+    // budget (on an oversubscribed host all of it).
+    if out.window_s > window {
+        window = out.window_s.min(s.window_max_s);
+    }
     let mut lead = s.lead_s;
     let mut w_count: u64 = 0;
     let mut stop: Option<StopReason> = None;

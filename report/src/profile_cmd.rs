@@ -273,6 +273,12 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
                  idle host",
                 l.describe()
             ),
+            Some(l) if l.unsteady => println!(
+                "  load:     UNSTEADY: idle host, but the calls' typical time moved during the \
+                 run ({}); tmax holds the states this run saw: pool more of them with --rounds \
+                 and --spread, or merge calibrations",
+                l.describe()
+            ),
             Some(l) => println!("  load:     idle host ({})", l.describe()),
             None => {}
         }
