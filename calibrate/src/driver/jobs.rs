@@ -158,13 +158,6 @@ impl Driver<'_> {
         }
     }
 
-    /// Whether the job's coming measurement is a round before its last
-    /// (`--rounds`; a job measured again for want of valid samples is not).
-    fn round_before_last(&self, id: usize) -> bool {
-        let had = self.rounds_done.get(&id).copied().unwrap_or(0);
-        had + 1 < self.a.rounds.max(1) && !self.retried.contains(&id)
-    }
-
     /// The job loop: rank 0 commands, every rank follows.
     pub(super) fn run_jobs(&mut self) -> Result<(), Fail> {
         // The budget is the whole run's, over all its --resume segments: what
@@ -205,12 +198,14 @@ impl Driver<'_> {
                 pr.update(*done, &job.label());
             }
             let mut settings = self.job_settings(&job, &window_slack);
-            let before_last = self.round_before_last(id);
+            // --rounds: a round before the job's last (a job measured again
+            // for want of valid samples is in its last) takes its share of
+            // the samples; the stopping rule judges the pooled sample in the
+            // last round only.
             let rounds = u64::from(self.a.rounds.max(1));
+            let had = u64::from(self.rounds_done.get(&id).copied().unwrap_or(0));
+            let before_last = had + 1 < rounds && !self.retried.contains(&id);
             if rounds > 1 {
-                // Each round takes its share of the samples; the stopping
-                // rule judges the pooled sample in the last round only.
-                let had = u64::from(self.rounds_done.get(&id).copied().unwrap_or(0));
                 if before_last {
                     let quota = self.stats.max_samples.div_ceil(rounds) * (had + 1);
                     settings.stats.min_samples = quota;

@@ -148,6 +148,7 @@ mod error;
 #[cfg(feature = "stats")]
 pub mod fitted;
 mod io;
+mod load;
 mod lookup;
 mod merge;
 mod samples;
@@ -155,6 +156,7 @@ mod schema;
 
 pub use crate::host::*;
 pub use error::*;
+pub use load::HostLoad;
 pub use lookup::*;
 pub use merge::*;
 pub use samples::{Samples, SamplesError};
