@@ -33,24 +33,31 @@ pub fn profile_env(
 /// `mpirun -np N mpiover-calibrate --quick --quiet --functions F --sizes S`
 /// into `<scratch of test>/profile.json`; expects success.
 pub fn quick_profile(test: &str, np: u32, functions: &str, sizes: &str) -> PathBuf {
+    quick_profile_with(test, np, functions, sizes, &[])
+}
+
+/// `quick_profile` with more calibrator options (`extra`).
+pub fn quick_profile_with(
+    test: &str,
+    np: u32,
+    functions: &str,
+    sizes: &str,
+    extra: &[&str],
+) -> PathBuf {
     let dir = scratch(test);
     let prof = dir.join("profile.json");
-    let out = Job::program(
-        np,
-        calibrate_bin(),
-        &[
-            "--quick",
-            "--quiet",
-            "--functions",
-            functions,
-            "--sizes",
-            sizes,
-            "-o",
-            prof.to_str().expect("utf-8 path"),
-        ],
-        &dir,
-    )
-    .run();
+    let mut args = vec![
+        "--quick",
+        "--quiet",
+        "--functions",
+        functions,
+        "--sizes",
+        sizes,
+        "-o",
+        prof.to_str().expect("utf-8 path"),
+    ];
+    args.extend_from_slice(extra);
+    let out = Job::program(np, calibrate_bin(), &args, &dir).run();
     out.assert_success();
     prof
 }
