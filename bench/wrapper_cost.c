@@ -140,13 +140,32 @@ static void allreduce_pair(int wrapped, int n)
         for (int i = 0; i < n; i++) PMPI_Allreduce(&a, &b, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 }
 
+/* Target length of one batch, microseconds (WRAPPER_COST_BATCH_US; 0 keeps
+ * each test's fixed count). */
+static double batch_us = 500;
+
 /* Alternating batches (the order flips every repetition); per-call times of
- * each batch; medians. `div` converts a batch iteration into calls. */
+ * each batch; medians. `div` converts a batch iteration into calls.
+ *
+ * Every test's batch lasts about `batch_us`, whatever its call costs: `n`
+ * is only the warm-up's size. A batch longer than the scheduler's time slice
+ * (a few ms) is likely to be preempted on a loaded machine, and a preempted
+ * batch's per-call time is off by the slice over the batch: with fixed
+ * counts the tests with slow calls (a peer, requests: 10-30 ms batches) blew
+ * up under load while the fast ones (1-2 ms) did not. */
 static void run(const char *name, batch_fn f, int n, int reps, double div)
 {
     double *w = malloc(reps * sizeof *w), *p = malloc(reps * sizeof *p);
     f(1, n / 10 + 1); /* warm-up: first contact, first key, caches */
+    double t0 = now_ns();
     f(0, n / 10 + 1);
+    double per = (now_ns() - t0) / (n / 10 + 1);
+    if (batch_us > 0) {
+        /* Every rank runs the same count: rank 0's. */
+        int want = per > 0 ? (int)(batch_us * 1e3 / per) : n;
+        n = want < 50 ? 50 : want > n ? n : want;
+        PMPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    }
     for (int r = 0; r < reps; r++) {
         for (int k = 0; k < 2; k++) {
             int wrapped = (r + k) % 2;
@@ -172,6 +191,9 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *what = argc > 1 ? argv[1] : "local";
     int reps = argc > 2 ? atoi(argv[2]) : 31;
+    const char *b = getenv("WRAPPER_COST_BATCH_US");
+    if (b)
+        batch_us = atof(b);
     if (rank == 0) printf("%-16s %10s %10s %10s\n", "# test", "MPI_ns", "PMPI_ns", "added_ns");
     if (!strcmp(what, "local")) {
         run("iprobe_self", iprobe, 20000, reps, 1);

@@ -18,6 +18,17 @@
 # For the ping-pong a call is one message: one Send on one rank and one Recv
 # on the other, both wrapped. Target: <= 40 ns added on the local tests.
 #
+# Every batch lasts about WRAPPER_COST_BATCH_US microseconds (default 500),
+# whatever the test: the count of calls per batch is set from the warm-up.
+# Fixed counts made the slow tests' batches (Sendrecv, the request path)
+# 10-30 ms long, longer than a scheduler time slice, and on a loaded machine
+# those tests alone blew up (see bench/README.md).
+#
+# The exit status is 1 when a local test adds more than MAX_ADDED_NS (default
+# 40) in its run, without or with a profile (the in-run medians: each the
+# same process's MPI_ against PMPI_ batches). The PMPI_ columns say how fast
+# the machine was at the time: read a failure against them.
+#
 # A third mode ("prof") preloads with MPIOVER_PROFILE naming a small profile
 # that has a tmax for every benchmarked key, so that each call also adds
 # max(0, t - tmax) to its key's overhead; its columns are
@@ -46,6 +57,8 @@ if [ "$(id -u)" = 0 ]; then
 fi
 export OMPI_MCA_rmaps_base_oversubscribe=1
 export MPIOVER_OUT="$tmp/run" MPIOVER_QUIET=1
+export WRAPPER_COST_BATCH_US=${WRAPPER_COST_BATCH_US:-500}
+MAX_ADDED_NS=${MAX_ADDED_NS:-40}
 
 # A profile with a tmax for every key the benchmark makes (p = 1 and 2).
 prof="$tmp/profile.json"
@@ -65,7 +78,7 @@ one() { # mode np what
     local mode=$1 np=$2 what=$3 pre=()
     [ "$mode" = on ] && pre=(-x LD_PRELOAD="$LIB")
     [ "$mode" = prof ] && pre=(-x LD_PRELOAD="$LIB" -x MPIOVER_PROFILE="$prof")
-    mpirun -np "$np" "${pre[@]}" -x MPIOVER_OUT -x MPIOVER_QUIET "$tmp/wrapper_cost" "$what" "$REPS" |
+    mpirun -np "$np" "${pre[@]}" -x MPIOVER_OUT -x MPIOVER_QUIET -x WRAPPER_COST_BATCH_US "$tmp/wrapper_cost" "$what" "$REPS" |
         awk -v m="$mode" '!/^#/ && NF == 4 { print m, $1, $2, $3, $4 }' >>"$tmp/data"
     if [ "$mode" = prof ] && ! grep -q '"overhead_s":[0-9]' "$tmp/run/rank-000000.json"; then
         echo "wrapper_cost: the profile was not used (no overhead_s in the record)" >&2
@@ -73,6 +86,7 @@ one() { # mode np what
     fi
 }
 
+load0=$(cut -d' ' -f1 /proc/loadavg)
 for i in $(seq 1 "$RUNS"); do
     case $((i % 3)) in
     1) order="off on prof" ;;
@@ -89,8 +103,10 @@ med() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit } i
 
 echo "# libmpiover wrapper cost: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores,"
 echo "# $(mpirun --version 2>/dev/null | head -1); $RUNS runs x $REPS repetitions; medians, ns per call"
+echo "# batches of about $WRAPPER_COST_BATCH_US us; load average before: $load0; PMPI_ ns per call in run (the machine's level): $(awk '$1 == "off" && $2 == "iprobe_self" { print $4 }' "$tmp/data" | med) for iprobe_self"
 printf '%-16s %11s %11s %11s %11s %11s %11s %11s\n' test without_ns with_ns \
     with_prof_ns added added_prof added_inrun added_prof_inrun
+over=""
 for t in iprobe_self allreduce_self sendrecv_self requests_self test_poll pingpong_0B allreduce_1int; do
     off=$(awk -v t="$t" '$1 == "off" && $2 == t { print $3 }' "$tmp/data" | med)
     on=$(awk -v t="$t" '$1 == "on" && $2 == t { print $3 }' "$tmp/data" | med)
@@ -99,4 +115,14 @@ for t in iprobe_self allreduce_self sendrecv_self requests_self test_poll pingpo
     prin=$(awk -v t="$t" '$1 == "prof" && $2 == t { print $5 }' "$tmp/data" | med)
     awk -v t="$t" -v a="$off" -v b="$on" -v p="$pr" -v c="$inrun" -v d="$prin" \
         'BEGIN { printf "%-16s %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f\n", t, a, b, p, b - a, p - a, c, d }'
+    case $t in
+    pingpong_0B | allreduce_1int) ;;
+    *) if awk -v c="$inrun" -v d="$prin" -v m="$MAX_ADDED_NS" 'BEGIN { exit !(c > m || d > m) }'; then
+        over="$over $t"
+    fi ;;
+    esac
 done
+if [ -n "$over" ]; then
+    echo "wrapper_cost: more than $MAX_ADDED_NS ns added in run (without or with a profile):$over" >&2
+    exit 1
+fi

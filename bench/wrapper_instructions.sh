@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Instructions that libmpiover.so adds per MPI call, counted with valgrind's
+# callgrind (bench/wrapper_instructions.c):
+#
+#   bench/wrapper_instructions.sh [N1] [N2]      (defaults 2000 and 12000)
+#
+# For each test the program runs four times under callgrind: N1 and N2
+# iterations, through MPI_ (preloaded: the wrapper) and through PMPI_. The
+# added instructions per call are the slope between N1 and N2 through MPI_
+# minus the slope through PMPI_ (start-up, MPI_Init and the record written at
+# MPI_Finalize cancel out), divided by the calls per iteration. Counts do not
+# depend on the machine's load or latency level: unlike bench/wrapper_cost.sh
+# (nanoseconds), this figure can be compared across days and machines of
+# the same software. MAX_REQUESTS / MAX_LOCAL set limits (instructions per
+# call) above which the script exits 1; unset, it only prints.
+#
+# MPIOVER_LIB=path uses an existing libmpiover.so instead of building one.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+N1=${1:-2000}
+N2=${2:-12000}
+command -v valgrind >/dev/null || { echo "wrapper_instructions: valgrind not installed (apt install valgrind)" >&2; exit 2; }
+
+LIB=${MPIOVER_LIB:-}
+if [ -z "$LIB" ]; then
+    (cd "$root" && cargo build --release -q -p mpiover-interpose >&2)
+    LIB=${CARGO_TARGET_DIR:-$root/target}/release/libmpiover.so
+fi
+[ -f "$LIB" ] || { echo "wrapper_instructions: $LIB not found" >&2; exit 2; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mpicc -O2 -o "$tmp/wi" "$here/wrapper_instructions.c"
+if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+export MPIOVER_OUT="$tmp/run" MPIOVER_QUIET=1
+
+count() { # test n wrapped -> total instructions of the program
+    rm -f "$tmp"/cg.*
+    mpirun -np 1 -x LD_PRELOAD="$LIB" -x MPIOVER_OUT -x MPIOVER_QUIET \
+        valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.%p" "$tmp/wi" "$1" "$2" "$3" >/dev/null 2>&1
+    awk '/^(summary|totals):/ { print $2; exit }' "$tmp"/cg.*
+}
+
+echo "# libmpiover instructions added per call (callgrind; $N1 -> $N2 iterations); $(mpirun --version 2>/dev/null | head -1)"
+printf '%-12s %14s %14s %14s\n' test via_MPI_ via_PMPI_ added
+fail=""
+for t in iprobe allreduce sendrecv requests test; do
+    calls=1
+    [ "$t" = requests ] && calls=3
+    w1=$(count "$t" "$N1" 1); w2=$(count "$t" "$N2" 1)
+    p1=$(count "$t" "$N1" 0); p2=$(count "$t" "$N2" 0)
+    read -r w p a < <(awk -v w1="$w1" -v w2="$w2" -v p1="$p1" -v p2="$p2" -v d="$(((N2 - N1) * calls))" \
+        'BEGIN { w = (w2 - w1) / d; p = (p2 - p1) / d; printf "%.0f %.0f %.0f\n", w, p, w - p }')
+    printf '%-12s %14s %14s %14s\n' "$t" "$w" "$p" "$a"
+    limit=${MAX_LOCAL:-}
+    [ "$t" = requests ] && limit=${MAX_REQUESTS:-}
+    if [ -n "$limit" ] && [ "$a" -gt "$limit" ]; then fail="$fail $t($a>$limit)"; fi
+done
+if [ -n "$fail" ]; then
+    echo "wrapper_instructions: over the limit:$fail" >&2
+    exit 1
+fi
