@@ -30,7 +30,15 @@ fn parse_flags(source: String, mpicc: Option<String>, flags: &str) -> Library {
         mpicc,
         ..Default::default()
     };
-    for tok in flags.split_whitespace() {
+    // The wrapper's words as a shell would split them: an installation under
+    // a path with spaces prints it quoted (`-I"/opt/my mpi/include"`).
+    let words = shlex::split(flags).unwrap_or_else(|| {
+        flags
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    });
+    for tok in &words {
         if let Some(p) = tok.strip_prefix("-I") {
             lib.include.push(p.into());
         } else if let Some(p) = tok.strip_prefix("-L") {
@@ -74,22 +82,22 @@ fn probe_mpicc(cmd: &str) -> Result<Library, String> {
     Ok(lib)
 }
 
+/// pkg-config through the crate that parses its output (quoting, `-I` and
+/// `-L` spellings, `PKG_CONFIG_PATH`); it prints no cargo metadata of its
+/// own: `main` emits the link lines of whichever probe won.
 fn probe_pkg_config(name: &str) -> Result<Library, String> {
-    let out = Command::new("pkg-config")
-        .args(["--cflags", "--libs", name])
-        .output()
-        .map_err(|e| format!("pkg-config could not run for {name}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "pkg-config {name}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(parse_flags(
-        format!("pkg-config {name}"),
-        None,
-        &String::from_utf8_lossy(&out.stdout),
-    ))
+    let found = pkg_config::Config::new()
+        .cargo_metadata(false)
+        .env_metadata(false)
+        .probe(name)
+        .map_err(|e| format!("pkg-config {name}: {}", e.to_string().trim()))?;
+    Ok(Library {
+        source: format!("pkg-config {name}"),
+        mpicc: None,
+        include: found.include_paths,
+        lib_dirs: found.link_paths,
+        libs: found.libs,
+    })
 }
 
 fn probe() -> Result<Library, Vec<String>> {
