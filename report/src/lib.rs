@@ -8,6 +8,9 @@
 //! - [`signif`]: the binomial test and Benjamini-Hochberg.
 //! - [`tmax`]: where tmax comes from when re-analysing against a profile.
 //! - [`synth`]: synthetic records for tests and the scale benchmark.
+//!
+//! Output goes through [`cli::write_out`], never `print!` (see there).
+#![deny(clippy::print_stdout)]
 
 pub mod analysis;
 pub mod cli;
