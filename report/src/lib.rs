@@ -2,7 +2,7 @@
 //! tests, examples and benchmarks can drive it.
 //!
 //! - [`analysis`]: run directory -> [`model::Report`] (streaming, parallel).
-//! - [`model`]: the finished report, `mpiover-report/1` (the JSON schema).
+//! - [`model`]: the finished report, `mpiover-report/2` (the JSON schema).
 //! - [`export`]: one exporter per format (text, JSON, CSV, HTML).
 //! - [`diff`]: two runs compared site by site.
 //! - [`signif`]: the binomial test and Benjamini-Hochberg.
