@@ -7,7 +7,8 @@
 //! - [`diff`]: two runs compared site by site.
 //! - [`signif`]: the binomial test and Benjamini-Hochberg.
 //! - [`tmax`]: where tmax comes from when re-analysing against a profile.
-//! - [`synth`]: synthetic records for tests and the scale benchmark.
+//! - `synth` (feature `synth`, on in this crate's tests): synthetic records
+//!   for tests and the scale benchmark; not part of the command.
 //!
 //! Output goes through [`cli::write_out`], never `print!` (see there).
 #![deny(clippy::print_stdout)]
@@ -18,6 +19,7 @@ pub mod diff;
 pub mod export;
 pub mod model;
 pub mod signif;
+#[cfg(any(test, feature = "synth"))]
 pub mod synth;
 pub mod tmax;
 pub mod units;

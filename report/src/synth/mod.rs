@@ -1,6 +1,7 @@
 //! Synthetic run records: the fixtures of the tests and the records of the
-//! scale benchmark (`cargo run --release -p mpiover-report --example
-//! gen_records -- DIR`). Deterministic for a given seed.
+//! scale benchmark (`cargo run --release -p mpiover-report --features synth
+//! --example gen_records -- DIR`). Deterministic for a given seed. Behind the
+//! `synth` feature: the command has no use for it.
 
 use mpiover_common::histogram::{bucket_bounds, Bucket, Histogram};
 use mpiover_common::profile::Basis;
