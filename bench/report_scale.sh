@@ -37,7 +37,7 @@ cleanup() {
   if [[ $OWN_DIR == 1 ]]; then rm -rf "$DIR"; fi
 }
 trap cleanup EXIT
-cargo build -q --release -p mpiover-report --examples --bins
+cargo build -q --release -p mpiover-report --features synth --examples --bins
 rm -rf "$DIR"
 case $FORMAT in
   per-rank) "$T/release/examples/gen_records" "$DIR" --ranks "$RANKS" --sites "$SITES" ;;

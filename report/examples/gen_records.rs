@@ -1,8 +1,8 @@
 //! Writes synthetic run records for tests and the scale benchmark.
 //!
 //! ```text
-//! cargo run --release -p mpiover-report --example gen_records -- DIR [--ranks N] [--sites S] [--seed X]
-//! cargo run --release -p mpiover-report --example gen_records -- --fixture online|noprofile DIR
+//! cargo run --release -p mpiover-report --features synth --example gen_records -- DIR [--ranks N] [--sites S] [--seed X]
+//! cargo run --release -p mpiover-report --features synth --example gen_records -- --fixture online|noprofile DIR
 //! ```
 //! The scale mode writes `ranks` records of `sites` sites each (default 4096 x
 //! 200), in parallel; the fixture mode writes the 4-rank test fixture.

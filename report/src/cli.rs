@@ -156,8 +156,10 @@ impl AnalysisArgs {
     }
 }
 
-/// Writes to the file, or to stdout (a closed pipe is not an error).
-fn write_out(output: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
+/// Writes to the file, or to stdout. Every command's output goes through
+/// here (the crates deny `print!`): a closed pipe (`mpiover ... | head`) is
+/// the reader having read enough, not an error, and `println!` would abort on it.
+pub fn write_out(output: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
     match output {
         Some(p) => {
             std::fs::write(p, bytes).with_context(|| format!("cannot write {}", p.display()))

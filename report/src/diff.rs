@@ -97,7 +97,11 @@ pub struct DiffSite {
     pub mpi_function: String,
     pub file: Option<String>,
     pub line: Option<u32>,
+    /// Without parameters, as the report's `function`.
     pub function: Option<String>,
+    /// As the report's `function_signature`.
+    #[serde(default)]
+    pub function_signature: Option<String>,
     pub location: String,
     /// `worse`, `better`, `same`, `new` (only in B) or `gone` (only in A).
     pub status: DiffStatus,
@@ -120,10 +124,11 @@ pub struct DiffSite {
 
 type Key = (String, Option<String>, String);
 
+/// The whole signature: two overloads at one line are two sites.
 fn key(s: &SiteReport) -> Key {
     (
         s.location.clone(),
-        s.function.clone(),
+        s.function_signature.clone(),
         s.mpi_function.clone(),
     )
 }
@@ -276,6 +281,7 @@ pub fn diff(a: &[Report], b: &[Report], alpha: f64) -> DiffReport {
             file: any.file.clone(),
             line: any.line,
             function: any.function.clone(),
+            function_signature: any.function_signature.clone(),
             location: any.location.clone(),
             status: match (&side_a, &side_b) {
                 (Some(_), None) => DiffStatus::Gone,
@@ -365,6 +371,7 @@ mod tests {
             file: None,
             line: None,
             function: None,
+            function_signature: None,
             location: "x".into(),
             status: DiffStatus::Same,
             a: None,

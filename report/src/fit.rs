@@ -94,17 +94,7 @@ pub fn run(args: &FitArgs) -> anyhow::Result<()> {
         }
         Format::Text => render_text(&name, &result),
     };
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(out.as_bytes())
-        .and_then(|_| stdout.flush())
-    {
-        Ok(()) => Ok(()),
-        // `mpiover fit x | head` is not an error.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(e).context("cannot write the result"),
-    }
+    mpiover_report::cli::write_out(None, out.as_bytes())
 }
 
 /// Reads the whole input; invalid UTF-8 is kept (lossily) so that the bad line gets a number.

@@ -2,12 +2,16 @@
 //! tests, examples and benchmarks can drive it.
 //!
 //! - [`analysis`]: run directory -> [`model::Report`] (streaming, parallel).
-//! - [`model`]: the finished report, `mpiover-report/1` (the JSON schema).
+//! - [`model`]: the finished report, `mpiover-report/2` (the JSON schema).
 //! - [`export`]: one exporter per format (text, JSON, CSV, HTML).
 //! - [`diff`]: two runs compared site by site.
 //! - [`signif`]: the binomial test and Benjamini-Hochberg.
 //! - [`tmax`]: where tmax comes from when re-analysing against a profile.
-//! - [`synth`]: synthetic records for tests and the scale benchmark.
+//! - `synth` (feature `synth`, on in this crate's tests): synthetic records
+//!   for tests and the scale benchmark; not part of the command.
+//!
+//! Output goes through [`cli::write_out`], never `print!` (see there).
+#![deny(clippy::print_stdout)]
 
 pub mod analysis;
 pub mod cli;
@@ -15,6 +19,7 @@ pub mod diff;
 pub mod export;
 pub mod model;
 pub mod signif;
+#[cfg(any(test, feature = "synth"))]
 pub mod synth;
 pub mod tmax;
 pub mod units;

@@ -1,5 +1,10 @@
 //! The `mpiover` command. Every error is a problem with the user's input or
 //! environment: it is printed once, with its context, and the exit code is 2.
+//!
+//! Output goes through `cli::write_out`, never `print!`: a reader that closes
+//! the pipe early (`mpiover profile show P | head`) ends the command quietly,
+//! where `println!` would panic, and with `panic = "abort"` dump core.
+#![deny(clippy::print_stdout)]
 use clap::{Parser, Subcommand};
 
 mod fit;

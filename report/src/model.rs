@@ -1,10 +1,12 @@
-//! The finished report, `mpiover-report/1`: what every exporter is fed.
+//! The finished report, `mpiover-report/2`: what every exporter is fed.
 //!
 //! The JSON export is this structure serialized, so the field names below are
 //! the JSON keys. The first keys of the format (`schema`, `run.{ranks, command,
 //! mpi_library}`, `summary.{app_time_s, mpi_time_s, overhead_s}`,
 //! `sites[].{mpi_function, file, line, function, calls, time_s, bytes,
-//! overhead_s}`) are stable; later additions only add keys.
+//! overhead_s}`) are stable; later additions only add keys. A key renamed
+//! for clarity is still written under its old name for one schema version
+//! (the fields marked deprecated), so that readers have a version to move.
 //!
 //! Conventions: times in seconds (`_s`), shares in 0..1, ranks are ranks of
 //! `MPI_COMM_WORLD`, sums over ranks are rank-seconds.
@@ -123,7 +125,7 @@ spelled! {
     }
 }
 
-pub const REPORT_SCHEMA: &str = "mpiover-report/1";
+pub const REPORT_SCHEMA: &str = "mpiover-report/2";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
@@ -202,8 +204,8 @@ pub struct Summary {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SiteReport {
-    /// Position in the ranking, from 1 (not an MPI rank). Kept for this
-    /// schema version; `position` is the clear name.
+    /// Deprecated (removed in `mpiover-report/3`): the same as `position`,
+    /// which cannot be mistaken for an MPI rank.
     pub rank: usize,
     /// Position in the ranking, from 1.
     #[serde(default)]
@@ -211,8 +213,14 @@ pub struct SiteReport {
     pub mpi_function: String,
     pub file: Option<String>,
     pub line: Option<u32>,
-    /// Enclosing function of the call.
+    /// Enclosing function of the call, without its parameter list (C++
+    /// overloads at one line differ in `function_signature`).
     pub function: Option<String>,
+    /// The enclosing function as demangled, with its parameters, qualifiers
+    /// and a template instance's return type; the same as `function` for C,
+    /// Fortran and Python.
+    #[serde(default)]
+    pub function_signature: Option<String>,
     /// `file:line`, or `module+offset` when the address was not resolved.
     pub location: String,
     pub module: Option<String>,
@@ -238,12 +246,12 @@ pub struct SiteReport {
     pub bytes: u64,
     pub min_call_s: f64,
     pub max_call_s: f64,
-    /// Share of all ranks' MPI time spent at this site.
+    /// This site's time over the run's MPI time (`summary.mpi_time_s`).
     pub time_share_of_mpi: f64,
     /// Sum of max(0, t - tmax) over calls; null when no call had a tmax.
     pub overhead_s: Option<f64>,
-    /// Sum of tmax over the calls that had one. Kept for this schema
-    /// version; `tmax_sum_s` is the clear name.
+    /// Deprecated (removed in `mpiover-report/3`): the same as
+    /// `tmax_sum_s`, which does not read as a per-call tmax.
     pub tmax_s: Option<f64>,
     /// Sum of tmax over the calls that had one (not a per-call tmax).
     #[serde(default)]
@@ -260,7 +268,19 @@ pub struct SiteReport {
     pub calls_with_tmax: u64,
     /// Calls whose tmax lookup fell outside the profile's measured range.
     pub out_of_range_calls: u64,
+    /// Overhead over the run's MPI time (`summary.mpi_time_s`), as the
+    /// summary's `overhead_share_of_mpi`.
+    #[serde(default)]
+    pub overhead_share_of_mpi: Option<f64>,
+    /// Overhead over the run's application time (`summary.app_time_s`).
+    #[serde(default)]
+    pub overhead_share_of_app: Option<f64>,
+    /// Deprecated (removed in `mpiover-report/3`): the same as
+    /// `overhead_share_of_mpi`; beside `time_share_of_mpi` it read as the
+    /// site's share of MPI time.
     pub share_of_mpi_time: Option<f64>,
+    /// Deprecated (removed in `mpiover-report/3`): the same as
+    /// `overhead_share_of_app`.
     pub share_of_app_time: Option<f64>,
     /// Scalasca's name of the wait state the overhead indicates, or null.
     pub wait_state: Option<WaitState>,
@@ -283,7 +303,9 @@ pub struct SiteReport {
     pub per_rank: PerRank,
     /// For completions (`MPI_Wait`...): the functions of the requests completed.
     pub completes: Vec<String>,
-    /// For completions: where the completed requests were posted.
+    /// For completions: every line that posted a completed request, most
+    /// requests first (a completion completes what a few lines posted, so
+    /// the list stays short; `waited_for` names lines from it).
     pub posted_at: Vec<String>,
     /// For completions that waited: whom they waited for, the late peer and
     /// the line that posted the request it was late with, worst first (at
@@ -291,8 +313,8 @@ pub struct SiteReport {
     /// peers that waited least at the same site (they arrived last).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waited_for: Vec<WaitedFor>,
-    /// For posts (`MPI_Isend`, `MPI_Irecv`, ...): the completion calls that
-    /// completed their requests.
+    /// For posts (`MPI_Isend`, `MPI_Irecv`, ...): every completion line that
+    /// completed their requests, most requests first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completed_at: Vec<String>,
     /// When the tmax of some calls was composed from other measurements

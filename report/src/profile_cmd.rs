@@ -100,8 +100,7 @@ pub fn run(cmd: &ProfileCmd) -> anyhow::Result<()> {
             force,
         } => merge(a, b, output, *force),
         ProfileCmd::Refit { profile, output } => {
-            println!("{}", crate::profile_check::refit(profile, output)?);
-            Ok(())
+            print_lines(&[crate::profile_check::refit(profile, output)?])
         }
         ProfileCmd::Check {
             profile,
@@ -113,12 +112,11 @@ pub fn run(cmd: &ProfileCmd) -> anyhow::Result<()> {
                 bail!("invalid --rel-tol {rel_tol}: a positive fraction");
             }
             let c = crate::profile_check::check(profile, against.as_deref(), *rel_tol)?;
-            if *json {
-                println!("{}", serde_json::to_string_pretty(&c)?);
-            } else {
-                print!("{}", crate::profile_check::render(&c));
-            }
-            Ok(())
+            let text = match json {
+                true => format!("{}\n", serde_json::to_string_pretty(&c)?),
+                false => crate::profile_check::render(&c),
+            };
+            mpiover_report::cli::write_out(None, text.as_bytes())
         }
     }
 }
@@ -163,10 +161,56 @@ fn fmt_bytes(b: u64) -> String {
 
 fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
     let prof = Profile::load(path)?;
+    let want = function.map(|f| function_name(&prof, f));
+    let entries = shown_entries(&prof, want.as_deref());
+    let mut lines = vec![format!("profile {} ({})", path.display(), prof.schema)];
+    show_environment(&prof, &mut lines);
+    show_method(&prof, &mut lines);
+    show_protocol(&prof, &mut lines);
+    show_runs(&prof, &mut lines);
+    show_entries(&entries, &mut lines);
+    show_totals(&prof, &entries, &mut lines);
+    print_lines(&lines)?;
+    if want.is_some() && entries.is_empty() {
+        bail!(
+            "{}: no entries for {}",
+            path.display(),
+            function.unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+/// Writes `lines` to stdout, one a line (a closed pipe ends quietly).
+fn print_lines(lines: &[String]) -> anyhow::Result<()> {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    mpiover_report::cli::write_out(None, text.as_bytes())
+}
+
+/// The entries of `want` (all without), in the table's order.
+fn shown_entries<'a>(prof: &'a Profile, want: Option<&str>) -> Vec<&'a Entry> {
+    let mut entries: Vec<&Entry> = prof
+        .entries
+        .iter()
+        .filter(|e| want.is_none_or(|w| e.function == w))
+        .collect();
+    entries.sort_by(|a, b| {
+        (&a.function, a.p, a.bytes, &a.role, a.same_host).cmp(&(
+            &b.function,
+            b.p,
+            b.bytes,
+            &b.role,
+            b.same_host,
+        ))
+    });
+    entries
+}
+
+/// Machine, MPI library, binding and timer.
+fn show_environment(prof: &Profile, lines: &mut Vec<String>) {
     let env = &prof.environment;
-    let m = &prof.method;
-    println!("profile {} ({})", path.display(), prof.schema);
-    println!(
+    lines.push(format!(
         "  machine:  {} host(s) {} | {} ranks ({} per host) | {} | {} CPUs",
         env.hosts.len(),
         env.hosts.join(","),
@@ -178,12 +222,12 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
             .join(","),
         env.cpu_model,
         env.cpus
-    );
-    println!(
+    ));
+    lines.push(format!(
         "  MPI:      {}",
         mpiover_common::host::library_headline(&env.mpi_library)
-    );
-    println!(
+    ));
+    lines.push(format!(
         "  binding:  {}",
         env.binding.policy.clone().unwrap_or_else(|| format!(
             "none requested; CPUs per rank: {}",
@@ -196,14 +240,20 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
                 .collect::<Vec<_>>()
                 .join(" | ")
         ))
-    );
-    println!(
+    ));
+    lines.push(format!(
         "  timer:    {} (resolution {}, cost {})",
         env.timer.name,
         fmt_s(env.timer.resolution_s),
         fmt_s(env.timer.cost_s)
-    );
-    println!(
+    ));
+}
+
+/// How the calibration measured: sync, q_max, sample counts, budgets,
+/// clock synchronization, and its notes.
+fn show_method(prof: &Profile, lines: &mut Vec<String>) {
+    let m = &prof.method;
+    lines.push(format!(
         "  method:   sync {} | q_max {} | alpha {} | warm-up {} | samples {}..{}{} | entry budget {} s{} | seed {}{}",
         m.sync,
         m.q_max,
@@ -220,17 +270,21 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
         m.time_budget_s.map(|b| format!(" | run budget {b} s")).unwrap_or_default(),
         m.seed,
         if m.quick { " | quick" } else { "" }
-    );
+    ));
     if let Some(cs) = &m.clock_sync {
         let worst = cs.ranks.iter().map(|r| r.residual_s).fold(0.0, f64::max);
-        println!(
+        lines.push(format!(
             "  clocks:   {} fit points x {} ping-pongs, re-sync every {} s; worst fit residual {}",
             cs.fitpoints,
             cs.exchanges,
             cs.resync_interval_s,
             fmt_s(worst)
-        );
+        ));
     }
+}
+
+/// The eager limits the calibration found, then the method's notes.
+fn show_protocol(prof: &Profile, lines: &mut Vec<String>) {
     match &prof.protocol {
         Some(p) => {
             let lim = |l: Option<u64>| match l {
@@ -238,7 +292,7 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
                 Some(b) => format!("{b} B (sends of {} B or more wait for the receiver)", b + 1),
                 None => "-".into(),
             };
-            println!(
+            lines.push(format!(
                 "  eager:    same host {}; across hosts {}{}",
                 lim(p.eager_limit_same_host),
                 lim(p.eager_limit_cross_host),
@@ -246,15 +300,19 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
                     .as_ref()
                     .map(|t| format!("; the library states {} = {} B", t.cvar, t.bytes))
                     .unwrap_or_default()
-            );
+            ));
         }
-        None => println!("  eager:    not measured (a profile without MPI_Send)"),
+        None => lines.push("  eager:    not measured (a profile without MPI_Send)".into()),
     }
-    for n in &m.notes {
-        println!("  note:     {n}");
+    for n in &prof.method.notes {
+        lines.push(format!("  note:     {n}"));
     }
+}
+
+/// One line per calibration run, and what the host's load says of it.
+fn show_runs(prof: &Profile, lines: &mut Vec<String>) {
     for r in &prof.runs {
-        println!(
+        lines.push(format!(
             "  run:      {} {} | {} ranks | {:.1} s{}{}",
             r.id,
             r.date,
@@ -266,44 +324,33 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
                 String::new()
             },
             if r.complete { "" } else { " | incomplete" }
-        );
+        ));
         match &r.load {
-            Some(l) if l.busy => println!(
+            Some(l) if l.busy => lines.push(format!(
                 "  load:     BUSY HOST: {}; tmax holds that work's noise: calibrate again on an \
                  idle host",
                 l.describe()
-            ),
-            Some(l) if l.unsteady => println!(
+            )),
+            Some(l) if l.unsteady => lines.push(format!(
                 "  load:     UNSTEADY: idle host, but the calls' typical time moved during the \
                  run ({}); tmax holds the states this run saw: pool more of them with --rounds \
                  and --spread, or merge calibrations",
                 l.describe()
-            ),
-            Some(l) => println!("  load:     idle host ({})", l.describe()),
+            )),
+            Some(l) => lines.push(format!("  load:     idle host ({})", l.describe())),
             None => {}
         }
     }
-    let want = function.map(|f| function_name(&prof, f));
-    let mut entries: Vec<&Entry> = prof
-        .entries
-        .iter()
-        .filter(|e| want.as_deref().is_none_or(|w| e.function == w))
-        .collect();
-    entries.sort_by(|a, b| {
-        (&a.function, a.p, a.bytes, &a.role, a.same_host).cmp(&(
-            &b.function,
-            b.p,
-            b.bytes,
-            &b.role,
-            b.same_host,
-        ))
-    });
-    println!();
-    println!(
+}
+
+/// The table: one line per base point.
+fn show_entries(entries: &[&Entry], lines: &mut Vec<String>) {
+    lines.push(String::new());
+    lines.push(format!(
         "{:<26} {:>4} {:>8} {:<9} {:>6} {:>6} {:>11} {:>11} {:>11} {:<12} {:>4}",
         "function", "p", "bytes", "role", "n", "drop", "min", "median", "tmax", "model", "runs"
-    );
-    for e in &entries {
+    ));
+    for e in entries {
         let role = match (&e.role, e.same_host) {
             (Some(r), _) => r.trim_start_matches("MPI_").to_string(),
             (None, Some(false)) => "x-host".into(),
@@ -315,7 +362,7 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
             (Some(m), false, _) => format!("{m}?"),
             (None, _, _) => "-".to_string(),
         };
-        println!(
+        lines.push(format!(
             "{:<26} {:>4} {:>8} {:<9} {:>6} {:>6} {:>11} {:>11} {:>11} {:<12} {:>4}",
             e.function,
             e.p,
@@ -328,14 +375,17 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
             fmt_s(e.tmax_s),
             model,
             e.runs.len().max(1)
-        );
+        ));
     }
-    println!();
+}
+
+/// Samples kept and dropped over the shown entries, and where their tmax
+/// comes from.
+fn show_totals(prof: &Profile, entries: &[&Entry], lines: &mut Vec<String>) {
+    lines.push(String::new());
     let n: u64 = entries.iter().map(|e| e.n).sum();
     let dropped: u64 = entries.iter().map(|e| e.n_invalid).sum();
-    let mut shown = prof.clone();
-    shown.entries = entries.iter().map(|&e| e.clone()).collect();
-    println!(
+    lines.push(format!(
         "{} entries, {} samples kept, {} dropped (invalid windows){}",
         entries.len(),
         n,
@@ -345,19 +395,10 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
         } else {
             format!(", {} base points not measured", prof.skipped.len())
         }
-    );
-    println!(
-        "{}",
-        mpiover_report::model::TmaxFrom::of(&shown).describe(Some(prof.method.q_max))
-    );
-    if want.is_some() && entries.is_empty() {
-        bail!(
-            "{}: no entries for {}",
-            path.display(),
-            function.unwrap_or_default()
-        );
-    }
-    Ok(())
+    ));
+    let mut shown = prof.clone();
+    shown.entries = entries.iter().map(|&e| e.clone()).collect();
+    lines.push(mpiover_report::model::TmaxFrom::of(&shown).describe(Some(prof.method.q_max)));
 }
 
 fn lookup(
@@ -406,8 +447,7 @@ fn lookup(
             "tmax_s": l.tmax_s, "kind": l.kind(), "exact": l.exact, "out_of_range": l.out_of_range,
             "p_lo": l.p_lo, "p_hi": l.p_hi,
         });
-        println!("{v}");
-        return Ok(());
+        return print_lines(&[v.to_string()]);
     }
     let how = match (l.exact, l.out_of_range) {
         (true, _) => "exact (a measured base point)".to_string(),
@@ -417,13 +457,12 @@ fn lookup(
         (false, false) => "interpolated".to_string(),
         (false, true) => "out of range: nearest edge of the measured range used".to_string(),
     };
-    println!(
+    print_lines(&[format!(
         "{f} p={p} bytes={bytes}{}: tmax = {:e} s ({}), {how}",
         role.map(|r| format!(" role={r}")).unwrap_or_default(),
         l.tmax_s,
         fmt_s(l.tmax_s)
-    );
-    Ok(())
+    )])
 }
 
 fn merge(a: &PathBuf, b: &PathBuf, out: &PathBuf, force: bool) -> anyhow::Result<()> {
@@ -433,12 +472,11 @@ fn merge(a: &PathBuf, b: &PathBuf, out: &PathBuf, force: bool) -> anyhow::Result
         .with_context(|| format!("merging {} and {}", a.display(), b.display()))?;
     m.save_atomic(out)?;
     let both = m.entries.iter().filter(|e| e.runs.len() > 1).count();
-    println!(
+    print_lines(&[format!(
         "{}: {} entries ({} measured in more than one run), {} runs",
         out.display(),
         m.entries.len(),
         both,
         m.runs.len()
-    );
-    Ok(())
+    )])
 }

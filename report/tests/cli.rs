@@ -237,7 +237,7 @@ fn every_format_and_output_file() {
     let js = d.join("r.json");
     mpiover(&["report", ds, "-o", js.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&js).unwrap()).unwrap();
-    assert_eq!(v["schema"], "mpiover-report/1");
+    assert_eq!(v["schema"], "mpiover-report/2");
 }
 
 #[test]
@@ -325,3 +325,57 @@ fn json_of(out: &Output) -> serde_json::Value {
 
 #[path = "cli/profile.rs"]
 mod profile;
+
+/// `function` is the name without parameters, as the format says; the whole
+/// C++ signature is `function_signature`. The names renamed in
+/// `mpiover-report/2` are still written under their old names, same values.
+#[test]
+fn json_function_without_parameters_and_renamed_keys_beside_old_ones() {
+    let d = tmp("signature");
+    let signature = "halo::Exchanger::exchange(int, double*) const";
+    for mut r in synth::fixture_run(true) {
+        for s in r
+            .sites
+            .iter_mut()
+            .filter(|s| s.function.as_deref() == Some("exchange"))
+        {
+            s.function = Some(signature.into());
+        }
+        std::fs::write(
+            d.join(rank_file_name(r.rank)),
+            serde_json::to_vec(&r).unwrap(),
+        )
+        .unwrap();
+    }
+    let ds = d.to_str().unwrap();
+    let out = mpiover(&["report", ds, "-f", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sites = v["sites"].as_array().unwrap();
+    let cxx: Vec<_> = sites
+        .iter()
+        .filter(|s| s["function_signature"] == signature)
+        .collect();
+    assert!(!cxx.is_empty(), "{sites:#?}");
+    for s in cxx {
+        assert_eq!(s["function"], "halo::Exchanger::exchange", "{s:#}");
+    }
+    for s in sites {
+        for (new, old) in [
+            ("position", "rank"),
+            ("tmax_sum_s", "tmax_s"),
+            ("overhead_share_of_mpi", "share_of_mpi_time"),
+            ("overhead_share_of_app", "share_of_app_time"),
+        ] {
+            assert!(
+                s.get(new).is_some() && s[new] == s[old],
+                "{new} {old}: {s:#}"
+            );
+        }
+    }
+    let text = mpiover(&["report", ds]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("halo::Exchanger::exchange") && !text.contains("double*"),
+        "{text}"
+    );
+}

@@ -433,3 +433,87 @@ fn check_and_refit_refuse_profiles_without_good_samples() {
         "{err}"
     );
 }
+
+/// How `mpiover ARGS` ended when its reader closed the pipe: after one line
+/// (`| head -1`), and before the first write (the read end closed at start,
+/// so the first write meets the closed pipe however fast the command is).
+fn into_closed_pipe(args: &[&str]) -> Vec<(std::process::ExitStatus, String)> {
+    use std::io::{BufRead, BufReader, Read};
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::process::Stdio;
+    let cmd = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_mpiover"));
+        c.args(args).stderr(Stdio::piped());
+        c
+    };
+    let finish = |mut child: std::process::Child| {
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        (child.wait().unwrap(), err)
+    };
+    let mut child = cmd().stdout(Stdio::piped()).spawn().unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(!first.is_empty(), "no first line from {args:?}");
+    let after_a_line = finish(child);
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: pipe2 succeeded, so both are open descriptors owned by nobody else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    let child = cmd().stdout(Stdio::from(write)).spawn().unwrap();
+    vec![after_a_line, finish(child)]
+}
+
+/// `mpiover profile show P | head` aborted with "failed printing to stdout:
+/// Broken pipe" (exit 134): every command that prints must end quietly.
+#[test]
+fn profile_show_into_head_does_not_abort_on_broken_pipe() {
+    use std::os::unix::process::ExitStatusExt;
+    let d = tmpdir("pipe");
+    let f = d.join("p.json");
+    write_profile(&f, "run-a", 1.0);
+    let g = d.join("q.json");
+    write_profile(&g, "run-b", 1.2);
+    let fs = f.to_str().unwrap();
+    let samples = d.join("times.txt");
+    std::fs::write(&samples, "1e-6\n2e-6\n3e-6\n".repeat(100)).unwrap();
+    let merged = d.join("m.json");
+    let commands: [&[&str]; 6] = [
+        &["profile", "show", fs],
+        &["profile", "lookup", fs, "MPI_Allreduce", "2", "1"],
+        &["profile", "lookup", fs, "MPI_Allreduce", "2", "1", "--json"],
+        &[
+            "profile",
+            "merge",
+            fs,
+            g.to_str().unwrap(),
+            "-o",
+            merged.to_str().unwrap(),
+        ],
+        &[
+            "report",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/run-online"),
+        ],
+        &["fit", samples.to_str().unwrap()],
+    ];
+    for args in commands {
+        for (status, err) in into_closed_pipe(args) {
+            assert_eq!(status.signal(), None, "{args:?}: {status:?}\n{err}");
+            assert_eq!(status.code(), Some(0), "{args:?}\n{err}");
+            assert!(
+                !err.contains("Broken pipe") && !err.contains("panicked"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

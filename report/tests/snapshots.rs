@@ -88,7 +88,7 @@ fn output_does_not_depend_on_the_number_of_threads() {
 #[test]
 fn json_keeps_the_stable_keys_of_the_format() {
     let v: serde_json::Value = serde_json::from_slice(&run("run-online", Format::Json, 0)).unwrap();
-    assert_eq!(v["schema"], "mpiover-report/1");
+    assert_eq!(v["schema"], "mpiover-report/2");
     for k in ["ranks", "command", "mpi_library"] {
         assert!(v["run"].get(k).is_some(), "run.{k}");
     }
@@ -105,7 +105,7 @@ fn json_keeps_the_stable_keys_of_the_format() {
         "time_s",
         "bytes",
         "overhead_s",
-        "tmax_s",
+        "tmax_sum_s",
         "exceed_fraction",
         "significant",
         "wait_state",
@@ -195,8 +195,8 @@ fn html_sites_table_has_tmax_app_share_and_rank_overhead() {
     for (s, row) in r.sites.iter().zip(&rows) {
         let p = &s.per_rank;
         if let (Some(tm), Some(share), Some(lo), Some(med), Some(hi)) = (
-            s.tmax_s,
-            s.share_of_app_time,
+            s.tmax_sum_s,
+            s.overhead_share_of_app,
             p.overhead_min_s,
             p.overhead_median_s,
             p.overhead_max_s,

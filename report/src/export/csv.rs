@@ -3,8 +3,11 @@
 use super::ExportOptions;
 use crate::model::Report;
 
+/// The JSON's keys (`docs/report-format.md`). Renamed columns keep their
+/// place; their old names follow at the end for one schema version, so that
+/// readers by position and readers by name both keep working.
 const HEADER: &[&str] = &[
-    "rank",
+    "position",
     "mpi_function",
     "file",
     "line",
@@ -14,12 +17,12 @@ const HEADER: &[&str] = &[
     "time_s",
     "bytes",
     "overhead_s",
-    "tmax_s",
+    "tmax_sum_s",
     "exceed_fraction",
     "expected_exceed_fraction",
     "calls_over_tmax",
-    "share_of_mpi_time",
-    "share_of_app_time",
+    "overhead_share_of_mpi",
+    "overhead_share_of_app",
     "wait_state",
     "late_ranks",
     "significant",
@@ -38,6 +41,12 @@ const HEADER: &[&str] = &[
     "overhead_median_s",
     "overhead_max_s",
     "worst_rank",
+    "function_signature",
+    // Deprecated, removed with `mpiover-report/3`.
+    "rank",
+    "tmax_s",
+    "share_of_mpi_time",
+    "share_of_app_time",
 ];
 
 /// `header` and `rows`, quoted as RFC 4180 asks (a field with a comma, a
@@ -77,7 +86,7 @@ pub fn export(report: &Report, opts: &ExportOptions) -> Vec<u8> {
         let late: Vec<String> = s.late_ranks.iter().map(|r| r.to_string()).collect();
         let pr = &s.per_rank;
         [
-            s.rank.to_string(),
+            s.position.to_string(),
             s.mpi_function.clone(),
             opt(&s.file),
             opt(&s.line),
@@ -87,12 +96,12 @@ pub fn export(report: &Report, opts: &ExportOptions) -> Vec<u8> {
             num(s.time_s),
             s.bytes.to_string(),
             optn(s.overhead_s),
-            optn(s.tmax_s),
+            optn(s.tmax_sum_s),
             optn(s.exceed_fraction),
             optn(s.expected_exceed_fraction),
             optn(s.calls_over_tmax),
-            optn(s.share_of_mpi_time),
-            optn(s.share_of_app_time),
+            optn(s.overhead_share_of_mpi),
+            optn(s.overhead_share_of_app),
             opt(&s.wait_state),
             late.join(" "),
             s.significant.to_string(),
@@ -111,6 +120,11 @@ pub fn export(report: &Report, opts: &ExportOptions) -> Vec<u8> {
             optn(pr.overhead_median_s),
             optn(pr.overhead_max_s),
             pr.worst_rank.to_string(),
+            opt(&s.function_signature),
+            s.rank.to_string(),
+            optn(s.tmax_s),
+            optn(s.share_of_mpi_time),
+            optn(s.share_of_app_time),
         ]
     });
     write_rows(HEADER, rows)

@@ -1,4 +1,4 @@
-//! JSON: the [`Report`] as it is (`mpiover-report/1`), pretty-printed.
+//! JSON: the [`Report`] as it is (`mpiover-report/2`), pretty-printed.
 
 use super::ExportOptions;
 use crate::model::Report;

@@ -6,11 +6,7 @@ use crate::model::{LateBasis, Lookups, Methods, SiteReport, TimerInfo, ToolCost}
 pub fn sentence(s: &SiteReport, mpi_time: f64, overhead_known: bool) -> String {
     use crate::units::{count, pct, secs};
     let place = match &s.function {
-        Some(f) => format!(
-            "{} in {}()",
-            s.location,
-            mpiover_common::demangle::without_parameters(f)
-        ),
+        Some(f) => format!("{} in {f}()", s.location),
         None => s.location.clone(),
     };
     if overhead_known {

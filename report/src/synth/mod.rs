@@ -1,6 +1,7 @@
 //! Synthetic run records: the fixtures of the tests and the records of the
-//! scale benchmark (`cargo run --release -p mpiover-report --example
-//! gen_records -- DIR`). Deterministic for a given seed.
+//! scale benchmark (`cargo run --release -p mpiover-report --features synth
+//! --example gen_records -- DIR`). Deterministic for a given seed. Behind the
+//! `synth` feature: the command has no use for it.
 
 use mpiover_common::histogram::{bucket_bounds, Bucket, Histogram};
 use mpiover_common::profile::Basis;
@@ -263,219 +264,160 @@ pub fn fixture_tmax(t: Times) -> f64 {
 pub fn fixture_run(online: bool) -> Vec<Record> {
     let ranks = 4u32;
     (0..ranks)
-        .map(|r| {
-            let mut rng = Rng::new(42 + r as u64);
-            let host = if r < 2 { "node0" } else { "node1" };
-            let mut rec = empty_record("fixture-run-1", r, ranks, host);
-            rec.app_time_s = 2.0 + 0.01 * r as f64;
-            rec.end_unix_s = rec.start_unix_s + rec.app_time_s;
-            if online {
-                rec.profile = Some(ProfileUse {
-                    path: "/profiles/node.json".into(),
-                    matched: true,
-                    q_max: Some(0.9),
-                    note: None,
-                });
-            }
-            rec.sites = vec![
-                site(0, "/home/user/halo/halo.c", 42, "exchange"),
-                site(1, "/home/user/halo/halo.c", 57, "exchange"),
-                site(2, "/home/user/halo/solver.c", 88, "solve"),
-                site(3, "/home/user/halo/io.c", 10, "main"),
-                Site {
-                    id: 4,
-                    address: format!("0x7f00{:08x}", 0x1a2b + r * 0x10000),
-                    module: Some("/opt/helper/lib/libhelper.so".into()),
-                    build_id: None,
-                    offset: Some("0x1a2b".into()),
-                    function: None,
-                    symbol: None,
-                    file: None,
-                    line: None,
-                    inlined_into: Vec::new(),
-                    note: None,
-                    native: None,
-                    language: None,
-                },
-                site(5, "/home/user/halo/halo.c", 55, "exchange"),
-                Site {
-                    id: 6,
-                    address: "0x0".into(),
-                    module: None,
-                    build_id: None,
-                    offset: None,
-                    function: None,
-                    symbol: None,
-                    file: None,
-                    line: None,
-                    inlined_into: Vec::new(),
-                    note: None,
-                    native: None,
-                    language: None,
-                },
-            ];
-            let left = ((r + ranks - 1) % ranks) as i32;
-            let right = ((r + 1) % ranks) as i32;
-            let small = Times {
-                base_s: 5e-6,
-                noise_s: 1e-6,
-                delay_s: 0.0,
-            };
-            let recv = Times {
-                delay_s: if left == 1 { 2e-3 } else { 0.0 },
-                ..small
-            };
-            let big = Times {
-                base_s: 250e-6,
-                noise_s: 20e-6,
-                delay_s: 0.0,
-            };
-            let wait = Times {
-                delay_s: if right == 3 { 1e-3 } else { 0.0 },
-                ..big
-            };
-            let coll = Times {
-                base_s: 10e-6,
-                noise_s: 2e-6,
-                delay_s: 0.0,
-            };
-            let allred = Times {
-                delay_s: if r == 0 { 0.0 } else { 300e-6 },
-                ..coll
-            };
-            let bcast = Times {
-                base_s: 20e-6,
-                noise_s: 4e-6,
-                delay_s: 0.0,
-            };
-            let send = Times {
-                base_s: 3e-6,
-                noise_s: 0.5e-6,
-                delay_s: 0.0,
-            };
-            let post = Times {
-                base_s: 1e-6,
-                noise_s: 0.2e-6,
-                delay_s: 0.0,
-            };
-            let n = 100_000;
-            let specs = [
-                EntrySpec {
-                    site: 0,
-                    function: "MPI_Recv",
-                    p: 4,
-                    bytes: 8,
-                    peer: Some(left),
-                    role: None,
-                    completes: None,
-                    post_site: None,
-                    count: 200,
-                    times: recv,
-                    tmax_s: fixture_tmax(small),
-                },
-                EntrySpec {
-                    site: 5,
-                    function: "MPI_Isend",
-                    p: 4,
-                    bytes: 1 << 20,
-                    peer: Some(right),
-                    role: None,
-                    completes: None,
-                    post_site: None,
-                    count: 100,
-                    times: post,
-                    tmax_s: fixture_tmax(post),
-                },
-                EntrySpec {
-                    site: 1,
-                    function: "MPI_Wait",
-                    p: 4,
-                    bytes: 1 << 20,
-                    peer: Some(right),
-                    role: None,
-                    completes: Some("MPI_Isend"),
-                    post_site: Some(5),
-                    count: 100,
-                    times: wait,
-                    tmax_s: fixture_tmax(big),
-                },
-                EntrySpec {
-                    site: 2,
-                    function: "MPI_Allreduce",
-                    p: 4,
-                    bytes: 8,
-                    peer: None,
-                    role: None,
-                    completes: None,
-                    post_site: None,
-                    count: 500,
-                    times: allred,
-                    tmax_s: fixture_tmax(coll),
-                },
-                EntrySpec {
-                    site: 3,
-                    function: "MPI_Bcast",
-                    p: 4,
-                    bytes: 4096,
-                    peer: None,
-                    role: Some(if r == 0 { "root" } else { "nonroot" }),
-                    completes: None,
-                    post_site: None,
-                    count: 50,
-                    times: bcast,
-                    tmax_s: fixture_tmax(bcast),
-                },
-                EntrySpec {
-                    site: 4,
-                    function: "MPI_Send",
-                    p: 4,
-                    bytes: 16,
-                    peer: Some(right),
-                    role: None,
-                    completes: None,
-                    post_site: None,
-                    count: 300,
-                    times: send,
-                    tmax_s: fixture_tmax(send),
-                },
-                EntrySpec {
-                    site: 6,
-                    function: "other",
-                    p: 4,
-                    bytes: 0,
-                    peer: None,
-                    role: None,
-                    completes: None,
-                    post_site: None,
-                    count: 10,
-                    times: send,
-                    tmax_s: 0.0,
-                },
-            ];
-            for s in specs {
-                let is_other = s.function == "other";
-                push_entry(&mut rec, &mut rng, s, online, n);
-                if is_other {
-                    let e = rec.entries.last_mut().unwrap();
-                    e.tmax_s = None;
-                    e.overhead_s = None;
-                }
-            }
-            rec.folded = Folded { keys: 2, calls: 10 };
-            rec.mpi_time_s += 0.01; // MPI_Init and friends
-            rec.tool.calls += 20;
-            rec.functions = vec![FunctionTotal {
-                function: "MPI_Init".into(),
-                calls: 1,
-                time_s: 0.01,
-            }];
-            if r == 3 {
-                rec.warnings
-                    .push("MPIOVER_DEPTH=1 but a frame was missing; used the direct caller".into());
-            }
-            rec
-        })
+        .map(|r| fixture_record(r, ranks, online))
         .collect()
+}
+
+/// Rank `r`'s record of the fixture run.
+fn fixture_record(r: u32, ranks: u32, online: bool) -> Record {
+    let mut rng = Rng::new(42 + r as u64);
+    let host = if r < 2 { "node0" } else { "node1" };
+    let mut rec = empty_record("fixture-run-1", r, ranks, host);
+    rec.app_time_s = 2.0 + 0.01 * r as f64;
+    rec.end_unix_s = rec.start_unix_s + rec.app_time_s;
+    if online {
+        rec.profile = Some(ProfileUse {
+            path: "/profiles/node.json".into(),
+            matched: true,
+            q_max: Some(0.9),
+            note: None,
+        });
+    }
+    rec.sites = fixture_sites(r);
+    for s in fixture_entries(r, ranks) {
+        // Folded calls have no key to look tmax up with.
+        let is_other = s.function == "other";
+        push_entry(&mut rec, &mut rng, s, online, 100_000);
+        if is_other {
+            let e = rec.entries.last_mut().unwrap();
+            e.tmax_s = None;
+            e.overhead_s = None;
+        }
+    }
+    rec.folded = Folded { keys: 2, calls: 10 };
+    rec.mpi_time_s += 0.01; // MPI_Init and friends
+    rec.tool.calls += 20;
+    rec.functions = vec![FunctionTotal {
+        function: "MPI_Init".into(),
+        calls: 1,
+        time_s: 0.01,
+    }];
+    if r == 3 {
+        rec.warnings
+            .push("MPIOVER_DEPTH=1 but a frame was missing; used the direct caller".into());
+    }
+    rec
+}
+
+/// A site without debug information: only where the address is, if that.
+fn unresolved_site(id: u32, address: String, module: Option<&str>, offset: Option<&str>) -> Site {
+    Site {
+        id,
+        address,
+        module: module.map(str::to_string),
+        build_id: None,
+        offset: offset.map(str::to_string),
+        function: None,
+        symbol: None,
+        file: None,
+        line: None,
+        inlined_into: Vec::new(),
+        note: None,
+        native: None,
+        language: None,
+    }
+}
+
+/// The fixture's sites, as rank `r` resolved them (the shared library is
+/// loaded at another address on each rank).
+fn fixture_sites(r: u32) -> Vec<Site> {
+    vec![
+        site(0, "/home/user/halo/halo.c", 42, "exchange"),
+        site(1, "/home/user/halo/halo.c", 57, "exchange"),
+        site(2, "/home/user/halo/solver.c", 88, "solve"),
+        site(3, "/home/user/halo/io.c", 10, "main"),
+        unresolved_site(
+            4,
+            format!("0x7f00{:08x}", 0x1a2b + r * 0x10000),
+            Some("/opt/helper/lib/libhelper.so"),
+            Some("0x1a2b"),
+        ),
+        site(5, "/home/user/halo/halo.c", 55, "exchange"),
+        unresolved_site(6, "0x0".into(), None, None),
+    ]
+}
+
+/// Rank `r`'s entries: the waits of the fixture (see [`fixture_run`]) put
+/// into its call times.
+fn fixture_entries(r: u32, ranks: u32) -> [EntrySpec<'static>; 7] {
+    let left = ((r + ranks - 1) % ranks) as i32;
+    let right = ((r + 1) % ranks) as i32;
+    let t = |base_s: f64, noise_s: f64| Times {
+        base_s,
+        noise_s,
+        delay_s: 0.0,
+    };
+    let (small, big, coll) = (t(5e-6, 1e-6), t(250e-6, 20e-6), t(10e-6, 2e-6));
+    let (bcast, send, post) = (t(20e-6, 4e-6), t(3e-6, 0.5e-6), t(1e-6, 0.2e-6));
+    let recv = Times {
+        delay_s: if left == 1 { 2e-3 } else { 0.0 },
+        ..small
+    };
+    let wait = Times {
+        delay_s: if right == 3 { 1e-3 } else { 0.0 },
+        ..big
+    };
+    let allred = Times {
+        delay_s: if r == 0 { 0.0 } else { 300e-6 },
+        ..coll
+    };
+    // tmax is the machine's: `fixture_tmax` leaves the waits' delay out.
+    let spec =
+        |site: u32, function: &'static str, bytes: u64, count: u64, times: Times| EntrySpec {
+            site,
+            function,
+            p: 4,
+            bytes,
+            peer: None,
+            role: None,
+            completes: None,
+            post_site: None,
+            count,
+            times,
+            tmax_s: fixture_tmax(times),
+        };
+    [
+        EntrySpec {
+            peer: Some(left),
+            ..spec(0, "MPI_Recv", 8, 200, recv)
+        },
+        EntrySpec {
+            peer: Some(right),
+            ..spec(5, "MPI_Isend", 1 << 20, 100, post)
+        },
+        EntrySpec {
+            peer: Some(right),
+            completes: Some("MPI_Isend"),
+            post_site: Some(5),
+            ..spec(1, "MPI_Wait", 1 << 20, 100, wait)
+        },
+        EntrySpec {
+            ..spec(2, "MPI_Allreduce", 8, 500, allred)
+        },
+        EntrySpec {
+            role: Some(if r == 0 { "root" } else { "nonroot" }),
+            ..spec(3, "MPI_Bcast", 4096, 50, bcast)
+        },
+        EntrySpec {
+            peer: Some(right),
+            ..spec(4, "MPI_Send", 16, 300, send)
+        },
+        // Folded calls: no tmax (the draw is made as if 0).
+        EntrySpec {
+            tmax_s: 0.0,
+            ..spec(6, "other", 0, 10, send)
+        },
+    ]
 }
 
 #[cfg(test)]

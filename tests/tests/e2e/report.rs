@@ -99,7 +99,7 @@ fn report_json_has_stable_keys_and_late_sender_recv_first() {
     let v: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("report --format json is not JSON: {e}\n{}", dump(&o)));
 
-    assert_eq!(key(&v, "schema"), "mpiover-report/1");
+    assert_eq!(key(&v, "schema"), "mpiover-report/2");
     assert_eq!(key(&v, "run.ranks").as_u64(), Some(2), "run.ranks");
     assert!(
         key(&v, "run.command").to_string().contains("late_sender"),

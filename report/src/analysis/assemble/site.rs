@@ -20,6 +20,11 @@ pub(crate) fn top_keys<K: Clone + Ord>(m: &BTreeMap<K, u64>, n: usize) -> Vec<K>
     v.into_iter().take(n).map(|(k, _)| k.clone()).collect()
 }
 
+/// `part` over `whole`, 0 when the whole is 0.
+fn share(part: Option<f64>, whole: f64) -> Option<f64> {
+    part.map(|p| if whole > 0.0 { p / whole } else { 0.0 })
+}
+
 /// The report row of one site (ranked and tested later).
 pub(crate) fn build_site(
     key: SiteKey,
@@ -107,7 +112,11 @@ pub(crate) fn build_site(
         mpi_function: key.mpi.clone(),
         file,
         line,
-        function: key.function.clone(),
+        function: key
+            .function
+            .as_deref()
+            .map(|f| mpiover_common::demangle::without_parameters(f).to_string()),
+        function_signature: key.function.clone(),
         location: key.loc.display(),
         module: acc.site.module.clone(),
         offset: acc.site.offset.clone(),
@@ -135,8 +144,10 @@ pub(crate) fn build_site(
         expected_exceed_fraction: None,
         calls_with_tmax: acc.calls_with_tmax,
         out_of_range_calls: acc.out_of_range_calls,
-        share_of_mpi_time: overhead.map(|o| if mpi_time > 0.0 { o / mpi_time } else { 0.0 }),
-        share_of_app_time: overhead.map(|o| if app_time > 0.0 { o / app_time } else { 0.0 }),
+        overhead_share_of_mpi: share(overhead, mpi_time),
+        overhead_share_of_app: share(overhead, app_time),
+        share_of_mpi_time: share(overhead, mpi_time),
+        share_of_app_time: share(overhead, app_time),
         wait_state,
         late_ranks: late.iter().map(|l| l.0).collect(),
         late_basis: basis.filter(|_| !late.is_empty()),
@@ -148,7 +159,7 @@ pub(crate) fn build_site(
         q_value: None,
         per_rank: pr,
         completes: acc.completes.iter().cloned().collect(),
-        posted_at: posted.into_iter().take(5).map(|p| p.0).collect(),
+        posted_at: posted.into_iter().map(|p| p.0).collect(),
         waited_for: {
             let mut v: Vec<WaitedFor> = acc
                 .waited_for
@@ -169,7 +180,7 @@ pub(crate) fn build_site(
             v.truncate(8);
             v
         },
-        completed_at: top_keys(&acc.completed_at, 5),
+        completed_at: top_keys(&acc.completed_at, usize::MAX),
         tmax_composed: top_keys(&acc.composed, 8)
             .into_iter()
             .map(str::to_string)

@@ -47,7 +47,7 @@ pub(crate) fn heatmap(o: &mut String, c: &Ctx) {
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"11\">{}</text>",
             lw - 6.0,
             y + 13.0,
-            esc(&format!("{}. {} {}", s.rank, c.loc(s), s.mpi_function))
+            esc(&format!("{}. {} {}", s.position, c.loc(s), s.mpi_function))
         );
         for (ci, v) in row.iter().enumerate() {
             let x = lw + ci as f64 * cw;
@@ -66,7 +66,7 @@ pub(crate) fn heatmap(o: &mut String, c: &Ctx) {
                 "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{}\" fill=\"{fill}\"><title>{}</title></rect>",
                 cw - 1.0,
                 rh - 2.0,
-                esc(&format!("site {}, {ranks}: {tip}", s.rank))
+                esc(&format!("site {}, {ranks}: {tip}", s.position))
             );
         }
     }

@@ -73,11 +73,12 @@ pub(crate) fn sites_table(o: &mut String, c: &Ctx, n: usize) {
              <td><span class=\"{sig_cls}\">{}</span></td><td>{}</td><td>{}</td><td class=\"n\">{} / {} / {}</td>\
              <td class=\"n\">{}</td></tr>",
             if s.significant { "sig" } else { "" },
-            s.rank,
-            s.rank,
+            s.position,
+            s.position,
             esc(&s.location),
             esc(&c.loc(s)),
-            esc(s.function.as_deref().unwrap_or("-")),
+            // Whole C++ signatures: the table has room, the text report has not.
+            esc(s.function_signature.as_deref().unwrap_or("-")),
             esc(&s.mpi_function),
             s.calls,
             count(s.calls),
@@ -85,14 +86,14 @@ pub(crate) fn sites_table(o: &mut String, c: &Ctx, n: usize) {
             secs(s.time_s),
             s.bytes,
             bytes(s.bytes),
-            s.tmax_s.unwrap_or(-1.0),
-            opt_secs(s.tmax_s),
+            s.tmax_sum_s.unwrap_or(-1.0),
+            opt_secs(s.tmax_sum_s),
             s.overhead_s.unwrap_or(-1.0),
             opt_secs(s.overhead_s),
-            s.share_of_mpi_time.unwrap_or(-1.0),
-            s.share_of_mpi_time.map(pct).unwrap_or_else(|| "-".into()),
-            s.share_of_app_time.unwrap_or(-1.0),
-            s.share_of_app_time.map(pct).unwrap_or_else(|| "-".into()),
+            s.overhead_share_of_mpi.unwrap_or(-1.0),
+            s.overhead_share_of_mpi.map(pct).unwrap_or_else(|| "-".into()),
+            s.overhead_share_of_app.unwrap_or(-1.0),
+            s.overhead_share_of_app.map(pct).unwrap_or_else(|| "-".into()),
             s.exceed_fraction.unwrap_or(-1.0),
             s.exceed_fraction.map(pct).unwrap_or_else(|| "-".into()),
             esc(s.significance.as_str()),
@@ -204,10 +205,10 @@ pub(crate) fn site_details(o: &mut String, c: &Ctx, n: usize) {
         let _ = write!(
             o,
             "<div class=\"site\" id=\"site-{}\"><h3>{}. {} in <code>{}</code> at <code>{}</code></h3><p class=\"meta\">{} calls, time {}, overhead {}, {} over tmax, {}{}{}</p><div class=\"grid2\"><div>",
-            s.rank,
-            s.rank,
+            s.position,
+            s.position,
             esc(&s.mpi_function),
-            esc(s.function.as_deref().unwrap_or("?")),
+            esc(s.function_signature.as_deref().unwrap_or("?")),
             esc(&s.location),
             count(s.calls),
             secs(s.time_s),
@@ -231,7 +232,7 @@ pub(crate) fn site_details(o: &mut String, c: &Ctx, n: usize) {
             }
         );
         match c.r.detail.dists.get(i).and_then(|d| d.as_ref()) {
-            Some(d) => dist_svg(o, d, s.rank),
+            Some(d) => dist_svg(o, d, s.position),
             None => o.push_str("<p>No distribution.</p>"),
         }
         o.push_str("</div><div>");

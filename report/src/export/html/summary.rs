@@ -113,7 +113,7 @@ pub(crate) fn bar_chart(o: &mut String, c: &Ctx, n: usize) {
         } else {
             "#0969da"
         };
-        let label = format!("{}. {} {}", s.rank, c.loc(s), s.mpi_function);
+        let label = format!("{}. {} {}", s.position, c.loc(s), s.mpi_function);
         let tip = format!(
             "{} in {} — {} calls, time {}, overhead {}{}",
             s.mpi_function,

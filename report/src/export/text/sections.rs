@@ -150,17 +150,11 @@ pub(super) fn sites(o: &mut String, c: &Ctx) {
     }
     for site in r.sites.iter().take(top) {
         let mut row = vec![
-            plain(site.rank.to_string()),
+            plain(site.position.to_string()),
             plain(c.loc(site)),
-            // C++ names without their parameter lists: the JSON and HTML
-            // reports have them whole.
-            plain(truncate(
-                site.function
-                    .as_deref()
-                    .map(mpiover_common::demangle::without_parameters)
-                    .unwrap_or("-"),
-                28,
-            )),
+            // C++ names without their parameter lists (`function`): the
+            // JSON and HTML reports have them whole too.
+            plain(truncate(site.function.as_deref().unwrap_or("-"), 28)),
             plain(site.mpi_function.clone()),
             plain(count(site.calls)),
             plain(secs(site.time_s)),
@@ -187,18 +181,18 @@ pub(super) fn sites(o: &mut String, c: &Ctx) {
             // tmax is its nearest edge's (a note below says how many).
             let oor = if site.out_of_range_calls > 0 { "*" } else { "" };
             row.extend([
-                plain(format!("{}{oor}", opt_secs(site.tmax_s))),
+                plain(format!("{}{oor}", opt_secs(site.tmax_sum_s))),
                 (
                     opt_secs(site.overhead_s),
                     site.significant.then_some("1;31"),
                 ),
                 plain(
-                    site.share_of_mpi_time
+                    site.overhead_share_of_mpi
                         .map(pct)
                         .unwrap_or_else(|| "-".into()),
                 ),
                 plain(
-                    site.share_of_app_time
+                    site.overhead_share_of_app
                         .map(pct)
                         .unwrap_or_else(|| "-".into()),
                 ),
@@ -221,14 +215,14 @@ pub(super) fn sites(o: &mut String, c: &Ctx) {
     // seen at its nearest native frame, unresolved addresses).
     for site in r.sites.iter().take(top) {
         if let Some(note) = &site.note {
-            let _ = writeln!(o, "  note on #{}: {note}", site.rank);
+            let _ = writeln!(o, "  note on #{}: {note}", site.position);
         }
         if overhead_known && site.out_of_range_calls > 0 {
             let _ = writeln!(
                 o,
                 "  * #{}: {} of {} calls outside the profile's measured range (tmax of its \
                  nearest edge; calibrate these sizes or process counts to trust it)",
-                site.rank,
+                site.position,
                 count(site.out_of_range_calls),
                 count(site.calls)
             );
@@ -245,16 +239,16 @@ pub(super) fn sites(o: &mut String, c: &Ctx) {
                     None => format!("rank {} {}", w.peer, secs(w.overhead_s)),
                 })
                 .collect();
-            let _ = writeln!(o, "  #{} waited for {}", site.rank, who.join(", "));
+            let _ = writeln!(o, "  #{} waited for {}", site.position, who.join(", "));
         }
         for rule in &site.tmax_composed {
-            let _ = writeln!(o, "  tmax of #{} composed: {rule}", site.rank);
+            let _ = writeln!(o, "  tmax of #{} composed: {rule}", site.position);
         }
         // A completion without a tmax is worth a word; functions the profile
         // does not cover at all are summed up under METHODS.
         if site.mpi_function.starts_with("MPI_Wait") || site.mpi_function.starts_with("MPI_Test") {
             for why in &site.tmax_missing {
-                let _ = writeln!(o, "  no tmax for #{}: {why}", site.rank);
+                let _ = writeln!(o, "  no tmax for #{}: {why}", site.position);
             }
         }
     }
@@ -288,7 +282,7 @@ pub(super) fn spread(o: &mut String, c: &Ctx) {
     for site in r.sites.iter().take(top) {
         let p = &site.per_rank;
         let mut row = vec![
-            plain(site.rank.to_string()),
+            plain(site.position.to_string()),
             plain(c.loc(site)),
             plain(p.ranks.to_string()),
             plain(secs(p.time_min_s)),
