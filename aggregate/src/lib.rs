@@ -61,6 +61,7 @@ pub use wait_state::entry_wait_state;
 /// FxHash (rustc's multiply-rotate hash): several times faster than the
 /// default SipHash on the short keys folded per record entry, where hashing
 /// was a visible share of the report's time on thousands of ranks. No
-/// protection against adversarial keys is needed, and nothing depends on the
-/// iteration order of these maps (the results are sorted).
+/// protection against adversarial keys is needed. The report sorts what it
+/// shows; a payload's bytes follow the maps' order, which FxHash keeps the
+/// same from run to run.
 pub type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
