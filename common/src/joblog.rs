@@ -1,9 +1,9 @@
 //! The job log: one file per run, written once by rank 0 at `MPI_Finalize`
 //! (`docs/log-format.md`). Version 1 (`mpiover-log/1`) packs every rank's
-//! record; version 2 (`mpiover-log/2`, *merged*) holds one payload, the
-//! report's aggregate of every rank, folded and merged over MPI in the job
-//! (its type is the report's; here it is bytes), with one index row per rank
-//! it holds, all pointing at that frame.
+//! record; version 2 (`mpiover-log/2`, *merged*) holds one payload, the job
+//! aggregate of every rank, folded and merged over MPI in the job (its type and
+//! format version are the `mpiover-aggregate` crate's; here it is bytes), with
+//! one index row per rank it holds, all pointing at that frame.
 //!
 //! ```text
 //! header   "MPIOVLOG" | u32 version = 1 | u32 n | n bytes of JSON

@@ -1,11 +1,11 @@
 //! The merged job log, made over MPI at `MPI_Finalize` (`MPIOVER_FORMAT=log`).
 //!
-//! Before `PMPI_Finalize`, with recording off, every rank folds its record
-//! into the report's own aggregate ([`JobAgg`]: per site its totals, a
-//! distribution, the overhead by wait state, one row per rank; per rank its
-//! times; per waiter and peer the wait matrix), and the aggregates are merged
-//! up a binomial tree on a private duplicate of `MPI_COMM_WORLD`: each rank
-//! receives its children's (one at a time), merges them into its own and
+//! Before `PMPI_Finalize`, with recording off, every rank folds its record into
+//! the aggregate the report folds records into ([`JobAggregate`]: per site its
+//! totals, a distribution, the overhead by wait state, one row per rank; per
+//! rank its times; per waiter and peer the wait matrix), and the aggregates are
+//! merged up a binomial tree on a private duplicate of `MPI_COMM_WORLD`: each
+//! rank receives its children's (one at a time), merges them into its own and
 //! sends the result to its parent, in ceil(log2 P) levels. Rank 0 writes the
 //! job's aggregate as one `mpiover-log/2` file. Errors return instead of
 //! aborting (`MPI_ERRORS_RETURN` on the duplicate); a last `MPI_Allreduce`
@@ -15,11 +15,11 @@
 use std::os::raw::{c_int, c_void};
 use std::path::Path;
 
+use mpiover_aggregate::JobAggregate;
 use mpiover_common::joblog::{LogHeader, LogWriter, LOG_FILE_NAME, MERGED_LOG_SCHEMA};
 use mpiover_common::record::Record;
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
-use mpiover_report::analysis::JobAgg;
 
 use crate::init::RunInfo;
 
@@ -146,7 +146,7 @@ pub fn into_job_log(
     let outcome = match agreed {
         Err(e) => Err(e),
         Ok(_) => {
-            let part = JobAgg::of_record_in_job(rec, crate::profile_hook::rendezvous_bytes());
+            let part = JobAggregate::of_record_in_job(rec, crate::profile_hook::rendezvous_bytes());
             if me == 0 {
                 root(&comm, p, dir, info, part, rec, t0, &mut encoded)
             } else {
@@ -196,7 +196,7 @@ pub fn into_job_log(
     written
 }
 
-fn encode_or_vote(part: &JobAgg, encoded: &mut bool) -> Vec<u8> {
+fn encode_or_vote(part: &JobAggregate, encoded: &mut bool) -> Vec<u8> {
     match part.encode() {
         Ok(p) => p,
         Err(e) => {
@@ -216,14 +216,14 @@ fn warn(what: &str) {
 }
 
 /// Merges the children's aggregates into `part`, one child at a time.
-fn gather(comm: &Comm, me: usize, p: usize, part: &mut JobAgg) -> Result<(), String> {
+fn gather(comm: &Comm, me: usize, p: usize, part: &mut JobAggregate) -> Result<(), String> {
     for (c, _) in children(me, p) {
         let (_, bytes) = comm.recv_frame(c)?;
         if bytes.is_empty() {
             // The child could not encode: it votes against the log.
             continue;
         }
-        part.merge(JobAgg::decode(&bytes).map_err(|e| format!("from rank {c}: {e}"))?);
+        part.merge(JobAggregate::decode(&bytes).map_err(|e| format!("from rank {c}: {e}"))?);
     }
     Ok(())
 }
@@ -237,7 +237,7 @@ fn root(
     p: usize,
     dir: &Path,
     info: &RunInfo,
-    mut part: JobAgg,
+    mut part: JobAggregate,
     rec: &mut Record,
     t0: u64,
     encoded: &mut bool,
@@ -287,7 +287,7 @@ fn relay(
     comm: &Comm,
     me: usize,
     p: usize,
-    mut part: JobAgg,
+    mut part: JobAggregate,
     encoded: &mut bool,
 ) -> Result<(), String> {
     gather(comm, me, p, &mut part)?;

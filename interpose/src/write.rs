@@ -22,7 +22,7 @@ use mpiover_common::record::{self, Entry, Folded, FunctionTotal, Record, Timer, 
 
 use crate::init::INFO;
 use crate::names::{FN_NAMES, NFUNCS};
-use crate::rt::{self, Agg, Key};
+use crate::rt::{self, Key, KeyStats};
 use crate::timer;
 
 /// The record being merged into the job log, while the merge runs.
@@ -77,7 +77,7 @@ struct Merged {
     hist: Histogram,
 }
 
-fn sparse(a: &Agg) -> Histogram {
+fn sparse(a: &KeyStats) -> Histogram {
     let buckets = a
         .hist
         .iter()

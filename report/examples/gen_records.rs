@@ -96,15 +96,15 @@ fn write_log(
     threads: u32,
 ) -> Result<(), String> {
     use mpiover_common::joblog::{LogHeader, LogWriter, LOG_FILE_NAME, MERGED_LOG_SCHEMA};
-    use mpiover_report::analysis::JobAgg;
-    let parts: Vec<Option<JobAgg>> = std::thread::scope(|s| {
+    use mpiover_report::analysis::{job_aggregate_of, JobAggregate};
+    let parts: Vec<Option<JobAggregate>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|t| {
                 s.spawn(move || {
-                    let mut part: Option<JobAgg> = None;
+                    let mut part: Option<JobAggregate> = None;
                     let mut r = t;
                     while r < ranks {
-                        let one = JobAgg::of_record(&synth::scale_record(r, ranks, sites, seed));
+                        let one = job_aggregate_of(&synth::scale_record(r, ranks, sites, seed));
                         match part.as_mut() {
                             Some(p) => p.merge(one),
                             None => part = Some(one),
@@ -125,7 +125,7 @@ fn write_log(
             a
         })
         .ok_or("no ranks")?;
-    let payload = job.encode()?;
+    let payload = job.encode().map_err(|e| e.to_string())?;
     let mut held: Vec<u32> = job.ranks().map(|(r, _)| r).collect();
     held.sort_unstable();
     let run_id = synth::scale_record(0, ranks, 1, seed).run_id;

@@ -111,19 +111,7 @@ spelled! {
     }
 }
 
-spelled! {
-    /// Where the eager/rendezvous limit came from.
-    RendezvousSource {
-        /// `--eager-limit`.
-        Option = "option",
-        /// Measured by the calibration.
-        Profile = "profile",
-        /// What the MPI library states through its MPI_T control variables.
-        MpiT = "mpi_t",
-        /// None of these: 64 KiB.
-        Default = "default",
-    }
-}
+pub use mpiover_aggregate::{Lookups, RendezvousSource};
 
 pub const REPORT_SCHEMA: &str = "mpiover-report/2";
 
@@ -489,19 +477,6 @@ impl TmaxFrom {
             self.empirical
         )
     }
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Lookups {
-    /// Aggregation keys that got a tmax, and their calls.
-    pub entries: u64,
-    pub calls: u64,
-    /// Of those, outside the profile's measured range.
-    pub out_of_range_entries: u64,
-    pub out_of_range_calls: u64,
-    /// Keys (and calls) for which the profile had no tmax.
-    pub missing_entries: u64,
-    pub missing_calls: u64,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -7,22 +7,10 @@
 use std::path::Path;
 
 use mpiover_common::completion::{resolve, KeyRef, Missing};
-use mpiover_common::profile::{Basis, Environment, FitModel, Profile};
+use mpiover_common::profile::{Environment, FitModel, Profile};
 use mpiover_stats::ModelKind;
 
-/// tmax of one call.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Tmax {
-    pub s: f64,
-    /// The lookup fell outside the profile's measured range.
-    pub out_of_range: bool,
-    /// How it was estimated, when the source knows (the significance test
-    /// then allows for the estimate's own spread).
-    pub basis: Option<Basis>,
-    /// The rule it was composed by, when it was not measured
-    /// (`mpiover_common::completion`).
-    pub composed: Option<&'static str>,
-}
+pub use mpiover_aggregate::Tmax;
 
 /// The tmax of each call, or why the source has none for this key.
 pub trait TmaxSource: Sync {
@@ -57,6 +45,14 @@ pub trait TmaxSource: Sync {
     /// The profile's entries by the source of their tmax, when known.
     fn tmax_from(&self) -> Option<crate::model::TmaxFrom> {
         None
+    }
+}
+
+// The aggregate's folds ask their tmax through the aggregate's own trait,
+// which knows nothing of profiles: any source given to the report answers it.
+impl mpiover_aggregate::TmaxLookup for dyn TmaxSource + '_ {
+    fn tmax(&self, k: &KeyRef) -> Result<Tmax, Missing> {
+        TmaxSource::tmax(self, k)
     }
 }
 

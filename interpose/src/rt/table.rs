@@ -57,7 +57,7 @@ impl Key {
 }
 
 /// One key's statistics, durations in raw timer units.
-pub struct Agg {
+pub struct KeyStats {
     pub key: Key,
     pub count: u64,
     pub sum: u64,
@@ -80,8 +80,8 @@ pub struct Agg {
     pub hist: Vec<[u64; 2]>,
 }
 
-impl Agg {
-    pub(crate) fn new(key: Key) -> Agg {
+impl KeyStats {
+    pub(crate) fn new(key: Key) -> KeyStats {
         let resolved = if key.fid == FID_OTHER {
             None
         } else {
@@ -117,7 +117,7 @@ impl Agg {
             }
             _ => u64::MAX,
         };
-        Agg {
+        KeyStats {
             key,
             count: 0,
             sum: 0,
@@ -197,7 +197,7 @@ pub fn role_name(r: Role) -> Option<&'static str> {
 pub struct Table {
     pub(crate) slots: Box<[u32]>,
     pub(crate) shift: u32,
-    pub entries: Vec<Agg>,
+    pub entries: Vec<KeyStats>,
     pub(crate) cap: usize,
     /// The latest entry of each call site (by a few bits of its address):
     /// a loop that alternates between sites (post, post, complete) finds
@@ -277,7 +277,7 @@ impl Table {
         // A new key.
         if self.entries.len() < self.cap {
             let idx = self.entries.len();
-            self.entries.push(Agg::new(*key));
+            self.entries.push(KeyStats::new(*key));
             if let Some(slot) = self.slots.get_mut(i & mask) {
                 *slot = idx as u32 + 1;
             }
@@ -294,7 +294,7 @@ impl Table {
     pub(crate) fn fold(&mut self, h: u64, dt: u64) {
         if self.other == usize::MAX {
             self.other = self.entries.len();
-            self.entries.push(Agg::new(Key {
+            self.entries.push(KeyStats::new(Key {
                 ra: 0,
                 post_ra: 0,
                 bytes: 0,

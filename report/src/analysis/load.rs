@@ -1,6 +1,8 @@
 //! Reading a run directory: records parsed and folded in parallel, one
 //! worker per core, then checked as a run.
 
+use mpiover_aggregate::EagerLimit;
+
 use super::*;
 
 /// Reads a run directory and computes its report.
@@ -51,7 +53,7 @@ pub fn analyze_dir(
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
-                    let mut agg = Agg::new(opts.detail_sites > 0);
+                    let mut agg = Aggregate::new(opts.detail_sites > 0);
                     let mut my_infos = Vec::new();
                     // Workers take files in increasing order, so every file
                     // before a failing one is still read: the error reported
@@ -127,11 +129,18 @@ pub fn analyze_records(
     opts: &Options,
 ) -> Report {
     let (rdv, rdv_source, rdv_detail) = rendezvous_of(opts, tmax, records.first());
-    let mut agg = Agg::new(opts.detail_sites > 0);
+    let mut agg = Aggregate::new(opts.detail_sites > 0);
     for r in records {
         agg.add_record(r, tmax, rdv);
     }
     finish(agg, summary, dir, tmax, opts, (rdv, rdv_source, rdv_detail))
+}
+
+/// One rank's record folded as `mpiover report` folds it without a profile
+/// given, as a part of a merged job log (tests, tools; the job folds its
+/// own with [`JobAggregate::of_record_in_job`]).
+pub fn job_aggregate_of(rec: &Record) -> JobAggregate {
+    JobAggregate::of_record(rec, rendezvous_of(&Options::default(), None, Some(rec)))
 }
 
 /// The aggregate of a merged job log, its ranks for the run check and the
@@ -141,7 +150,7 @@ fn read_merged(
     rd: &RunDir,
     tmax: Option<&dyn TmaxSource>,
     opts: &Options,
-) -> Result<Option<(Agg, Vec<RankInfo>, (u64, RendezvousSource, String))>, RunError> {
+) -> Result<Option<(Aggregate, Vec<RankInfo>, EagerLimit)>, RunError> {
     let Some(log) = rd.log.as_ref().filter(|l| l.is_merged()) else {
         return Ok(None);
     };
@@ -154,7 +163,7 @@ fn read_merged(
         offset: at,
         what: format!("the merged frame: {what}"),
     };
-    let mut ja = JobAgg::read(reader).map_err(bad)?;
+    let mut ja = JobAggregate::read(reader).map_err(|e| bad(e.to_string()))?;
     let mut held: Vec<u32> = ja.ranks().map(|(r, _)| r).collect();
     held.sort_unstable();
     let mut rows: Vec<u32> = (0..log.len()).map(|i| log.rank(i)).collect();
@@ -181,7 +190,8 @@ fn read_merged(
     // Another profile or eager limit than the run's: the sites are evaluated
     // again from the merged keys; the per-rank figures cannot be.
     let again = tmax.is_some() || opts.eager_limit.is_some();
-    let rdv_again = again.then(|| ja.rendezvous_given(opts, tmax));
+    let measured = tmax.and_then(|t| t.rendezvous_bytes());
+    let rdv_again = again.then(|| ja.rendezvous_given(opts.eager_limit, measured));
     if let Some(r) = &rdv_again {
         if !ja.reevaluate(tmax, r.0) {
             return Err(RunError::Invalid {

@@ -1,9 +1,11 @@
 //! From a run directory to a finished [`Report`].
 //!
 //! Records are parsed in parallel (one worker per core) and folded at once into
-//! per-worker aggregates, then dropped: memory holds one record per worker plus
-//! the aggregates (per site: totals, a display histogram and one small row per
-//! rank), whatever the number of ranks.
+//! per-worker aggregates ([`Aggregate`], the `mpiover-aggregate` crate), then
+//! dropped: memory holds one record per worker plus the aggregates (per site:
+//! totals, a display histogram and one small row per rank), whatever the number
+//! of ranks. A merged job log holds such an aggregate already, folded and merged
+//! in the job.
 //!
 //! **Site identity.** A report site is (location, enclosing function, MPI
 //! function), where the location is `file:line` when the address was resolved,
@@ -15,67 +17,43 @@
 //! units, i128), which is exact and independent of the order in which workers
 //! fold records, so the output does not depend on scheduling.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use mpiover_common::completion::{KeyRef, Requests};
-use mpiover_common::functions::{
-    catalogue, class_of, lifecycle, wait_state, EventClass, Function, Lifecycle, Scope, WaitState,
+use mpiover_aggregate::display_bins::dist_edge;
+use mpiover_aggregate::{
+    Aggregate, Fx, HashMap, Loc, PeerAcc, RankAcc, RankSite, SiteAcc, SiteKey,
 };
-use mpiover_common::histogram::bucket_bounds;
-use mpiover_common::profile::{Basis, MpiTValue};
-use mpiover_common::record::{Entry, Record, Site};
+use mpiover_common::functions::WaitState;
+use mpiover_common::profile::Basis;
+use mpiover_common::record::Record;
 use mpiover_common::run::{RankInfo, RunCheck, RunDir, RunError, RunSummary};
 
 use crate::model::*;
 use crate::signif;
-use crate::tmax::{Tmax, TmaxSource};
+use crate::tmax::TmaxSource;
 
-mod acc;
 mod assemble;
-mod evaluate;
-mod fixed;
-mod fold;
-mod key;
+#[cfg(test)]
+mod job_log_tests;
 mod late;
 mod load;
-mod merged;
-mod packed;
 mod per_rank;
 mod rendezvous;
-mod rules;
 #[cfg(test)]
 mod tests;
 
-use acc::*;
 use assemble::*;
-use evaluate::*;
-use fixed::*;
-use key::*;
 use late::*;
 use per_rank::*;
 use rendezvous::*;
 
-pub(crate) use acc::{dist_index_of_edge, DIST_BINS};
-pub use load::{analyze_dir, analyze_records};
-pub use merged::JobAgg;
-pub use rules::entry_wait_state;
-use rules::*;
-
-/// FxHash (rustc's multiply-rotate hash): several times faster than the
-/// default SipHash on the short keys folded per record entry, where hashing
-/// was a visible share of the report's time on thousands of ranks. No
-/// protection against adversarial keys is needed, and nothing depends on the
-/// iteration order of these maps (the results are sorted).
-type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
-
-/// Last-resort threshold of the rendezvous protocol, when neither the
-/// option, nor the profile (which measures it), nor the library (`MPI_T`,
-/// recorded by the interposer) says: Open MPI's TCP BTL and MPICH's nemesis
-/// network modules switch at 64 KiB.
-pub const DEFAULT_RENDEZVOUS_BYTES: u64 = 64 * 1024;
+pub use load::{analyze_dir, analyze_records, job_aggregate_of};
+pub use mpiover_aggregate::{
+    dist_index_of_edge, entry_wait_state, JobAggregate, DEFAULT_RENDEZVOUS_BYTES, DIST_BINS,
+};
 
 /// Default of [`Options::min_share`]: 0.1 % of the MPI time.
 pub const DEFAULT_MIN_SHARE: f64 = 0.001;

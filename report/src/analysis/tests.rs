@@ -1,8 +1,10 @@
 //! Tests of the analysis on records made in memory.
 
+use mpiover_common::completion::KeyRef;
+
 use super::*;
 use crate::synth::{self, fixture_tmax, Times};
-use crate::tmax::FnTmax;
+use crate::tmax::{FnTmax, Tmax};
 
 fn summary_of(records: &[Record]) -> RunSummary {
     let mut c = RunCheck::new();
@@ -359,74 +361,6 @@ fn sites_match_by_location_not_address() {
 }
 
 #[test]
-fn wait_states_follow_scalasca() {
-    let w = |f, b, role, c| entry_wait_state(f, b, role, c, None, 65536).map(WaitState::as_str);
-    assert_eq!(w("MPI_Recv", 8, None, None), Some("Late Sender"));
-    assert_eq!(w("MPI_Send", 8, None, None), None);
-    assert_eq!(w("MPI_Send", 1 << 20, None, None), Some("Late Receiver"));
-    assert_eq!(w("MPI_Ssend", 8, None, None), Some("Late Receiver"));
-    assert_eq!(w("MPI_Bsend", 1 << 20, None, None), None);
-    assert_eq!(
-        w("MPI_Wait", 8, None, Some("MPI_Irecv")),
-        Some("Late Sender")
-    );
-    assert_eq!(
-        w("MPI_Waitall", 1 << 20, None, Some("MPI_Isend")),
-        Some("Late Receiver")
-    );
-    assert_eq!(w("MPI_Wait", 8, None, Some("MPI_Isend")), None);
-    assert_eq!(
-        w("MPI_Wait", 8, None, Some("MPI_Iallreduce")),
-        Some("Wait at NxN")
-    );
-    assert_eq!(
-        w("MPI_Wait", 8, None, Some("MPI_Ibarrier")),
-        Some("Wait at Barrier")
-    );
-    assert_eq!(
-        w("MPI_Wait", 8, Some("nonroot"), Some("MPI_Ibcast")),
-        Some("Late Broadcast")
-    );
-    assert_eq!(w("MPI_Wait", 8, None, None), None);
-    assert_eq!(w("MPI_Allreduce", 8, None, None), Some("Wait at NxN"));
-    assert_eq!(
-        w("MPI_Bcast", 8, Some("nonroot"), None),
-        Some("Late Broadcast")
-    );
-    assert_eq!(w("MPI_Bcast", 8, Some("root"), None), None);
-    assert_eq!(w("MPI_Reduce", 8, Some("root"), None), Some("Early Reduce"));
-    assert_eq!(w("MPI_Reduce", 8, Some("nonroot"), None), None);
-    assert_eq!(w("MPI_Isend", 8, None, None), None);
-    assert_eq!(w("MPI_Foo", 8, None, None), None);
-    assert_eq!(
-        entry_wait_state("MPI_Send", 4096, None, None, None, 4096),
-        Some(WaitState::LateReceiver)
-    );
-    // Completions of several kinds of request: receives mean a late
-    // sender; sends alone, a late receiver only at rendezvous size.
-    let req = |n, recv, send| Some(Requests { n, recv, send });
-    let m = |bytes, r| {
-        entry_wait_state("MPI_Waitall", bytes, None, None, r, 4096).map(WaitState::as_str)
-    };
-    assert_eq!(m(52 * 100, req(52, 26, 26)), Some("Late Sender"));
-    assert_eq!(m(26 * 100, req(26, 0, 26)), None);
-    assert_eq!(m(26 * 8192, req(26, 0, 26)), Some("Late Receiver"));
-    assert_eq!(m(0, req(0, 0, 0)), None);
-    // Many sends of one kind: the message size, not the sum, decides.
-    assert_eq!(
-        entry_wait_state(
-            "MPI_Waitall",
-            26 * 100,
-            None,
-            Some("MPI_Isend"),
-            req(26, 0, 26),
-            4096
-        ),
-        None
-    );
-}
-
-#[test]
 fn late_ranks_by_arrival() {
     let rows: Vec<RankSite> = (0..8)
         .map(|r| RankSite {
@@ -527,19 +461,4 @@ fn too_few_calls_are_marked() {
     let r = report(&recs, None);
     assert_eq!(r.sites[0].significance.as_str(), "too few calls");
     assert_eq!(r.methods.min_calls, Some(5));
-}
-
-#[test]
-fn fixed_point_sums_do_not_depend_on_order() {
-    let xs = [0.1, 1e-9, 3.3, 7e-7, 2.5e-3];
-    let mut a = Fx::default();
-    let mut b = Fx::default();
-    for x in xs {
-        a.add(x);
-    }
-    for x in xs.iter().rev() {
-        b.add(*x);
-    }
-    assert_eq!(a, b);
-    assert!((a.get() - xs.iter().sum::<f64>()).abs() < 1e-12);
 }

@@ -24,12 +24,12 @@ pub(crate) struct Built {
 }
 
 pub(crate) fn finish(
-    mut agg: Agg,
+    mut agg: Aggregate,
     summary: RunSummary,
     dir: &str,
     tmax: Option<&dyn TmaxSource>,
     opts: &Options,
-    (rdv, rdv_source, rdv_detail): (u64, RendezvousSource, String),
+    (rdv, rdv_source, rdv_detail): mpiover_aggregate::EagerLimit,
 ) -> Report {
     agg.ranks.sort_by_key(|r| r.rank);
     let ranks = &agg.ranks;

@@ -7,7 +7,9 @@
 use serde::de::{Error, Visitor};
 use serde::{Deserializer, Serializer};
 
-use super::*;
+use crate::exact_sum::Fx;
+use crate::site_totals::{PeerAcc, RankSite};
+use crate::HashMap;
 
 /// A value with a fixed-width little-endian encoding.
 pub(crate) trait Row: Sized {

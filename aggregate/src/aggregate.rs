@@ -1,0 +1,71 @@
+//! [`Aggregate`]: what records are folded into, and how two are merged.
+
+use serde::{Deserialize, Serialize};
+
+use crate::display_bins::BucketBins;
+use crate::merged_keys::{merge_key, pairs, KeyAcc, KeyId};
+use crate::rank_totals::RankAcc;
+use crate::site_key::SiteKey;
+use crate::site_totals::{PeerAcc, SiteAcc};
+use crate::tmax_eval::Lookups;
+use crate::{packed_rows, HashMap};
+
+/// The sums of some records: per site, per rank, per waiter and peer. What
+/// one of the report's workers folds its records into; also what the ranks
+/// of a job fold theirs into and merge over MPI for a merged job log
+/// ([`crate::JobAggregate`]), so it serializes (MessagePack) without its
+/// caches. Field order is the payload's layout (`docs/log-format.md`).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Aggregate {
+    pub sites: HashMap<SiteKey, SiteAcc>,
+    pub ranks: Vec<RankAcc>,
+    /// (waiter, peer) -> overhead, time, calls.
+    #[serde(with = "packed_rows::map")]
+    pub wait: HashMap<(u32, u32), PeerAcc>,
+    pub lookups: Lookups,
+    pub folded_keys: u64,
+    pub folded_calls: u64,
+    /// Fill the display histograms (only the HTML export shows them).
+    pub want_dist: bool,
+    /// Only when folding for a merged job log (`want_keys`): every key's
+    /// entries of all ranks merged, without peer, so that the report can
+    /// evaluate the sites against another profile or eager limit.
+    #[serde(default, with = "pairs")]
+    pub keys: HashMap<KeyId, KeyAcc>,
+    #[serde(skip)]
+    pub(crate) want_keys: bool,
+    #[serde(skip)]
+    pub(crate) bucket_bins: BucketBins,
+}
+
+impl Aggregate {
+    /// An empty aggregate; `want_dist`: fill the display histograms.
+    pub fn new(want_dist: bool) -> Aggregate {
+        Aggregate {
+            want_dist,
+            ..Aggregate::default()
+        }
+    }
+
+    /// Adds another aggregate (other records).
+    pub fn merge(&mut self, o: Aggregate) {
+        for (id, k) in o.keys {
+            merge_key(&mut self.keys, id, k);
+        }
+        for (k, v) in o.sites {
+            match self.sites.get_mut(&k) {
+                Some(a) => a.merge(v),
+                None => {
+                    self.sites.insert(k, v);
+                }
+            }
+        }
+        self.ranks.extend(o.ranks);
+        for (k, v) in o.wait {
+            self.wait.entry(k).or_default().merge(&v);
+        }
+        self.lookups.merge(&o.lookups);
+        self.folded_keys += o.folded_keys;
+        self.folded_calls += o.folded_calls;
+    }
+}

@@ -1,0 +1,200 @@
+//! What a site accumulates over the records folded: totals, tmax and
+//! overhead figures, a display histogram, its peers and one row per rank.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use mpiover_common::functions::WaitState;
+use mpiover_common::profile::Basis;
+use mpiover_common::record::Site;
+use serde::{Deserialize, Serialize};
+
+use crate::display_bins::DIST_BINS;
+use crate::exact_sum::Fx;
+use crate::tmax_eval::weaker;
+use crate::{packed_rows, HashMap};
+
+/// One rank's figures at one site.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct RankSite {
+    pub rank: u32,
+    pub calls: u64,
+    pub time: f64,
+    /// Overhead of the calls that had a tmax; `None` when none had.
+    pub overhead: Option<f64>,
+    pub root: bool,
+}
+
+/// What one waiter spent waiting on one peer (at a site, or in the wait
+/// matrix).
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct PeerAcc {
+    pub overhead: Fx,
+    pub time: Fx,
+    pub calls: u64,
+}
+
+impl PeerAcc {
+    pub fn merge(&mut self, o: &PeerAcc) {
+        self.overhead.merge(o.overhead);
+        self.time.merge(o.time);
+        self.calls += o.calls;
+    }
+}
+
+/// One site's sums over every record folded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SiteAcc {
+    /// Lowest rank that contributed, and the site as that rank resolved it.
+    pub shown_by: u32,
+    pub site: Site,
+    pub calls: u64,
+    pub time: Fx,
+    pub bytes: u128,
+    pub min: f64,
+    pub max: f64,
+    pub overhead: Fx,
+    pub tmax_sum: Fx,
+    pub calls_over: Fx,
+    pub calls_with_tmax: u64,
+    pub out_of_range_calls: u64,
+    pub tmax_min: f64,
+    pub tmax_max: f64,
+    /// How the least certain tmax of the site was estimated, when known.
+    pub basis: Option<Basis>,
+    /// Overhead per wait state (`None`: overhead that indicates no wait state).
+    pub states: BTreeMap<Option<WaitState>, Fx>,
+    #[serde(with = "packed_rows::map")]
+    pub peers: HashMap<u32, PeerAcc>,
+    #[serde(with = "packed_rows::vec")]
+    pub per_rank: Vec<RankSite>,
+    pub dist: Vec<u64>,
+    pub completes: BTreeSet<String>,
+    pub posted_at: BTreeMap<String, u64>,
+    /// Posts: where their requests were completed (calls).
+    pub completed_at: BTreeMap<String, u64>,
+    /// Calls whose tmax was composed, per rule; calls without a tmax, per reason.
+    #[serde(with = "static_rules")]
+    pub composed: BTreeMap<&'static str, u64>,
+    pub missing: BTreeMap<String, u64>,
+    /// Completions that waited on requests to or from several peers: whom
+    /// they waited for is decided once every rank is in (the report's late
+    /// peers).
+    pub multi: Vec<MultiWait>,
+    /// (late peer, posting line) -> overhead charged.
+    pub waited_for: HashMap<(u32, Option<String>), Fx>,
+}
+
+/// One rank's waiting at a completion site whose requests went to or came
+/// from several peers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MultiWait {
+    pub rank: u32,
+    pub overhead: f64,
+    pub time: f64,
+    pub calls: u64,
+    /// The peers it may have waited for, with the line that posted each
+    /// one's request.
+    pub candidates: Vec<(u32, Option<String>)>,
+}
+
+impl SiteAcc {
+    pub fn new(rank: u32, site: &Site) -> SiteAcc {
+        SiteAcc {
+            shown_by: rank,
+            site: site.clone(),
+            calls: 0,
+            time: Fx::default(),
+            bytes: 0,
+            min: f64::INFINITY,
+            max: 0.0,
+            overhead: Fx::default(),
+            tmax_sum: Fx::default(),
+            calls_over: Fx::default(),
+            calls_with_tmax: 0,
+            out_of_range_calls: 0,
+            tmax_min: f64::INFINITY,
+            tmax_max: 0.0,
+            basis: None,
+            states: BTreeMap::new(),
+            peers: HashMap::default(),
+            per_rank: Vec::new(),
+            dist: vec![0; DIST_BINS],
+            completes: BTreeSet::new(),
+            posted_at: BTreeMap::new(),
+            completed_at: BTreeMap::new(),
+            composed: BTreeMap::new(),
+            missing: BTreeMap::new(),
+            multi: Vec::new(),
+            waited_for: HashMap::default(),
+        }
+    }
+
+    pub fn merge(&mut self, o: SiteAcc) {
+        if o.shown_by < self.shown_by {
+            self.shown_by = o.shown_by;
+            self.site = o.site;
+        }
+        self.calls += o.calls;
+        self.time.merge(o.time);
+        self.bytes += o.bytes;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.overhead.merge(o.overhead);
+        self.tmax_sum.merge(o.tmax_sum);
+        self.calls_over.merge(o.calls_over);
+        self.calls_with_tmax += o.calls_with_tmax;
+        self.out_of_range_calls += o.out_of_range_calls;
+        self.tmax_min = self.tmax_min.min(o.tmax_min);
+        self.tmax_max = self.tmax_max.max(o.tmax_max);
+        self.basis = weaker(self.basis, o.basis);
+        for (k, v) in o.states {
+            self.states.entry(k).or_default().merge(v);
+        }
+        for (k, v) in o.peers {
+            self.peers.entry(k).or_default().merge(&v);
+        }
+        self.per_rank.extend(o.per_rank);
+        for (a, b) in self.dist.iter_mut().zip(o.dist) {
+            *a += b;
+        }
+        self.completes.extend(o.completes);
+        add_counts(&mut self.posted_at, o.posted_at);
+        add_counts(&mut self.completed_at, o.completed_at);
+        add_counts(&mut self.composed, o.composed);
+        add_counts(&mut self.missing, o.missing);
+        self.multi.extend(o.multi);
+        for (k, v) in o.waited_for {
+            self.waited_for.entry(k).or_default().merge(v);
+        }
+    }
+}
+
+fn add_counts<K: Ord>(into: &mut BTreeMap<K, u64>, from: BTreeMap<K, u64>) {
+    for (k, v) in from {
+        *into.entry(k).or_default() += v;
+    }
+}
+
+/// The composition rules as the catalogue's own strings: by name in a
+/// serialized aggregate, back to the catalogue's `&'static str` when read.
+mod static_rules {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(
+        m: &BTreeMap<&'static str, u64>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        m.serialize(s)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<&'static str, u64>, D::Error> {
+        let m = BTreeMap::<String, u64>::deserialize(d)?;
+        Ok(m.into_iter()
+            .filter_map(|(k, v)| Some((crate::tmax_eval::composed_rule(Some(&k))?, v)))
+            .collect())
+    }
+}
