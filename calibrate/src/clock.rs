@@ -30,7 +30,10 @@
 //! monotonic time), so a test can check that the synchronization recovers the
 //! offset and the drift.
 
+use std::ffi::OsStr;
+
 use mpiover_common::profile::RankClock;
+use mpiover_common::settings::{Timer, Var};
 
 use crate::mpi::{self, Comm};
 
@@ -48,9 +51,10 @@ pub fn raw_now() -> f64 {
 /// Chooses the duration timer (every rank, before any measurement): the
 /// interposer's, chosen the same way (`MPIOVER_TIMER`, else automatic).
 pub fn init_duration_timer() -> Result<(), String> {
-    let choice = mpiover_common::timer::choice_from_env()
-        .map_err(|v| format!("MPIOVER_TIMER={v:?} is not tsc, clock or auto"))?;
-    mpiover_common::timer::init(choice);
+    // A value that is not UTF-8 counts as unset here, as it always has.
+    let v = std::env::var(Var::Timer.name()).ok();
+    let timer = Timer::parse(v.as_deref().map(OsStr::new)).map_err(|e| e.without_fallback())?;
+    mpiover_common::timer::init(timer.use_tsc());
     Ok(())
 }
 
@@ -91,11 +95,9 @@ const MAX_POINTS: usize = 96;
 impl Clock {
     /// The clock of this rank, with the test-only skew if it names this rank.
     pub fn new(world_rank: i32) -> Result<Clock, String> {
-        let skew = match std::env::var("MPIOVER_CALIBRATE_TEST_CLOCK_SKEW") {
-            Ok(v) if !v.trim().is_empty() => {
-                parse_skew(&v)?.and_then(|(r, o, d)| (r == world_rank).then_some((o, d)))
-            }
-            _ => None,
+        let skew = match Var::CalibrateTestClockSkew.get_nonblank() {
+            Some(v) => parse_skew(&v)?.and_then(|(r, o, d)| (r == world_rank).then_some((o, d))),
+            None => None,
         };
         Ok(Clock {
             skew,
@@ -241,7 +243,10 @@ impl Clock {
 pub fn parse_skew(v: &str) -> Result<Option<(i32, f64, f64)>, String> {
     let parts: Vec<&str> = v.split(':').map(str::trim).collect();
     let err = || {
-        format!("MPIOVER_CALIBRATE_TEST_CLOCK_SKEW=\"{v}\": expected rank:offset_s:drift, e.g. 1:0.25:1e-4")
+        format!(
+            "{}=\"{v}\": expected rank:offset_s:drift, e.g. 1:0.25:1e-4",
+            Var::CalibrateTestClockSkew.name()
+        )
     };
     if parts.len() != 3 {
         return Err(err());

@@ -48,6 +48,7 @@
 use std::time::Duration;
 
 use mpiover_common::profile::StopReason;
+use mpiover_common::settings::Var;
 
 use crate::clock::Clock;
 use crate::mpi::{self, Comm};
@@ -142,8 +143,8 @@ pub fn parse_delay(v: &str) -> Result<TestDelay, String> {
     let parts: Vec<&str> = v.split(':').map(str::trim).collect();
     let err = || {
         format!(
-            "MPIOVER_CALIBRATE_TEST_DELAY=\"{v}\": expected rank:every:seconds[:jobs], \
-             e.g. 1:5:0.002 or 1:1:late:1"
+            "{}=\"{v}\": expected rank:every:seconds[:jobs], e.g. 1:5:0.002 or 1:1:late:1",
+            Var::CalibrateTestDelay.name()
         )
     };
     if !(3..=4).contains(&parts.len()) {
@@ -174,7 +175,7 @@ pub fn parse_delay(v: &str) -> Result<TestDelay, String> {
 /// window and flag counts on stderr (diagnosing a machine whose windows grow).
 fn trace() -> bool {
     static T: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *T.get_or_init(|| std::env::var_os("MPIOVER_CALIBRATE_TRACE").is_some_and(|v| v != "0"))
+    *T.get_or_init(|| Var::CalibrateTrace.get().is_some_and(|v| v != "0"))
 }
 
 /// Flag vectors of a batch (index * windows + window).

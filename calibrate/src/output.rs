@@ -5,20 +5,17 @@ use mpiover_common::profile::{
     fitted, unix_now, Entry, Key, Measured, Method, Profile, RunInfo, Samples,
 };
 
+use mpiover_common::settings::Var;
+
 use crate::args::Args;
 use crate::measure;
 use crate::stat::{self, StatOpts};
 
 pub(crate) fn test_notes() -> Vec<String> {
     let mut v = Vec::new();
-    for var in [
-        "MPIOVER_CALIBRATE_TEST_CLOCK_SKEW",
-        "MPIOVER_CALIBRATE_TEST_DELAY",
-    ] {
-        if let Ok(x) = std::env::var(var) {
-            if !x.trim().is_empty() {
-                v.push(format!("test setting in force: {var}={x}"));
-            }
+    for var in [Var::CalibrateTestClockSkew, Var::CalibrateTestDelay] {
+        if let Some(x) = var.get_nonblank() {
+            v.push(format!("test setting in force: {}={x}", var.name()));
         }
     }
     v

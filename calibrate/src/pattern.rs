@@ -31,6 +31,7 @@
 
 use std::ffi::{c_int, c_void};
 
+use mpiover_common::functions::{table, Function, Scope};
 use mpiover_mpisys as ffi;
 use mpiover_mpisys::consts as c;
 
@@ -101,23 +102,14 @@ pub const ALL: &[Kind] = &[
 ];
 
 impl Kind {
+    /// Whether the pattern runs on a pair (its function is point-to-point).
     pub fn p2p(self) -> bool {
-        matches!(
-            self,
-            Kind::Send | Kind::Ssend | Kind::Nonblocking | Kind::Sendrecv
-        )
+        self.function().scope == Scope::PointToPoint
     }
 
+    /// Whether the pattern gives a `root` and a `nonroot` entry.
     pub fn rooted(self) -> bool {
-        matches!(
-            self,
-            Kind::Bcast
-                | Kind::Reduce
-                | Kind::Gather
-                | Kind::Gatherv
-                | Kind::Scatter
-                | Kind::Scatterv
-        )
+        self.function().rooted
     }
 
     pub fn name(self) -> &'static str {
@@ -127,35 +119,35 @@ impl Kind {
             Kind::Nonblocking => "Isend/Irecv+Wait",
             Kind::Sendrecv => "Sendrecv",
             Kind::Exchange => "Irecv+Isend+Waitall exchange",
-            k => k.function(),
+            k => k.function().name,
         }
     }
 
-    /// The MPI function of a collective pattern.
-    pub fn function(self) -> &'static str {
+    /// The catalogue entry of the pattern's (first) timed function.
+    pub fn function(self) -> &'static Function {
         match self {
-            Kind::Send => "MPI_Send",
-            Kind::Ssend => "MPI_Ssend",
-            Kind::Nonblocking => "MPI_Isend",
-            Kind::Sendrecv => "MPI_Sendrecv",
-            Kind::Bcast => "MPI_Bcast",
-            Kind::Reduce => "MPI_Reduce",
-            Kind::Allreduce => "MPI_Allreduce",
-            Kind::Gather => "MPI_Gather",
-            Kind::Gatherv => "MPI_Gatherv",
-            Kind::Scatter => "MPI_Scatter",
-            Kind::Scatterv => "MPI_Scatterv",
-            Kind::Allgather => "MPI_Allgather",
-            Kind::Allgatherv => "MPI_Allgatherv",
-            Kind::Alltoall => "MPI_Alltoall",
-            Kind::Alltoallv => "MPI_Alltoallv",
-            Kind::Alltoallw => "MPI_Alltoallw",
-            Kind::Barrier => "MPI_Barrier",
-            Kind::Scan => "MPI_Scan",
-            Kind::Exscan => "MPI_Exscan",
-            Kind::ReduceScatter => "MPI_Reduce_scatter",
-            Kind::ReduceScatterBlock => "MPI_Reduce_scatter_block",
-            Kind::Exchange => "MPI_Waitall",
+            Kind::Send => &table::SEND,
+            Kind::Ssend => &table::SSEND,
+            Kind::Nonblocking => &table::ISEND,
+            Kind::Sendrecv => &table::SENDRECV,
+            Kind::Bcast => &table::BCAST,
+            Kind::Reduce => &table::REDUCE,
+            Kind::Allreduce => &table::ALLREDUCE,
+            Kind::Gather => &table::GATHER,
+            Kind::Gatherv => &table::GATHERV,
+            Kind::Scatter => &table::SCATTER,
+            Kind::Scatterv => &table::SCATTERV,
+            Kind::Allgather => &table::ALLGATHER,
+            Kind::Allgatherv => &table::ALLGATHERV,
+            Kind::Alltoall => &table::ALLTOALL,
+            Kind::Alltoallv => &table::ALLTOALLV,
+            Kind::Alltoallw => &table::ALLTOALLW,
+            Kind::Barrier => &table::BARRIER,
+            Kind::Scan => &table::SCAN,
+            Kind::Exscan => &table::EXSCAN,
+            Kind::ReduceScatter => &table::REDUCE_SCATTER,
+            Kind::ReduceScatterBlock => &table::REDUCE_SCATTER_BLOCK,
+            Kind::Exchange => &table::WAITALL,
         }
     }
 
@@ -173,10 +165,10 @@ impl Kind {
             Kind::Sendrecv => vec![e("MPI_Sendrecv", None)],
             Kind::Exchange => vec![e("MPI_Waitall", Some("exchange"))],
             k if k.rooted() => vec![
-                e(k.function(), Some("root")),
-                e(k.function(), Some("nonroot")),
+                e(k.function().name, Some("root")),
+                e(k.function().name, Some("nonroot")),
             ],
-            k => vec![e(k.function(), None)],
+            k => vec![e(k.function().name, None)],
         }
     }
 

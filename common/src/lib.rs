@@ -13,6 +13,7 @@
 //! - [`profile`]: the calibrated tmax profile (`mpiover-profile/1`) and its lookup.
 //! - [`run`]: loading and checking a run directory (all ranks' records).
 //! - [`rundir`]: the default run-directory name.
+//! - [`settings`]: the `MPIOVER_*` environment variables and their typed values.
 
 pub mod completion;
 pub mod demangle;
@@ -24,4 +25,5 @@ pub mod profile;
 pub mod record;
 pub mod run;
 pub mod rundir;
+pub mod settings;
 pub mod timer;

@@ -63,21 +63,9 @@ fn tsc_usable() -> bool {
     has("constant_tsc") && has("nonstop_tsc")
 }
 
-/// The `MPIOVER_TIMER` setting: `Ok(None)` automatic (unset, empty, `auto`),
-/// `Ok(Some(true))` the TSC, `Ok(Some(false))` `clock_gettime`; `Err` with
-/// the value otherwise. The interposer and mpiover-calibrate read it alike, so
-/// a profile is measured with the timer the run uses.
-pub fn choice_from_env() -> Result<Option<bool>, String> {
-    match std::env::var("MPIOVER_TIMER").as_deref() {
-        Err(_) | Ok("") | Ok("auto") => Ok(None),
-        Ok("tsc") | Ok("rdtsc") => Ok(Some(true)),
-        Ok("clock") | Ok("clock_gettime") => Ok(Some(false)),
-        Ok(v) => Err(v.to_string()),
-    }
-}
-
 /// Chooses the timer and makes the quick rate estimate. `choice` is the
-/// `MPIOVER_TIMER` option (`None` = automatic).
+/// `MPIOVER_TIMER` option (`crate::settings::Timer::use_tsc`; `None` =
+/// automatic).
 pub fn init(choice: Option<bool>) {
     let tsc = choice.unwrap_or_else(tsc_usable) && cfg!(target_arch = "x86_64");
     USE_TSC.store(tsc, Relaxed);

@@ -10,7 +10,7 @@ use super::*;
 /// large-count variant (`MPI_Send_c`) is its base function's (`MPI_Send`):
 /// the event is then recorded as the base function and only the call count
 /// goes to `name`.
-pub(crate) fn gen_event(name: &str, f: &Func, e: &Event) -> String {
+pub(crate) fn gen_event(name: &str, f: &Func, e: &Function) -> String {
     let Parts {
         pre, post, after, ..
     } = event_parts(name, f, e);
@@ -50,27 +50,29 @@ pub(crate) fn gen_event(name: &str, f: &Func, e: &Event) -> String {
 /// roles accept.
 pub(crate) fn large_count_base<'a>(
     name: &str,
-    events: &BTreeMap<&str, &'a Event>,
-) -> Option<&'a Event> {
+    events: &BTreeMap<&str, &'a Function>,
+) -> Option<&'a Function> {
     events.get(name.strip_suffix("_c")?).copied()
 }
 
 pub(crate) fn gen_plain(name: &str, f: &Func) -> String {
     let mut before = TokenStream::new();
     let mut after_call = TokenStream::new();
-    if spec::FREES_COMM.contains(&name) {
-        after_call.extend(quote! { crate::rt::comm_freed(); });
-    }
-    if spec::FREES_TYPE.contains(&name) {
-        after_call.extend(quote! { crate::rt::type_freed(); });
-    }
-    if name == "MPI_Request_free" {
-        let q = ident(&f.args.first().expect("MPI_Request_free has an argument").0);
-        before.extend(quote! { if !#q.is_null() { __g.forget((*#q).bits()); } });
-    }
-    if name == "MPI_Cancel" {
-        let q = ident(&f.args.first().expect("MPI_Cancel has an argument").0);
-        before.extend(quote! { if !#q.is_null() { __g.cancelling((*#q).bits()); } });
+    if let Some(h) = spec::hook(name) {
+        let call = ident(h.call());
+        match h {
+            Hook::CommFreed | Hook::TypeFreed => {
+                after_call.extend(quote! { crate::rt::#call(); });
+            }
+            Hook::ForgetRequest | Hook::CancelRequest => {
+                let q = f
+                    .args
+                    .first()
+                    .unwrap_or_else(|| panic!("{name} has no argument"));
+                let q = ident(&q.0);
+                before.extend(quote! { if !#q.is_null() { __g.#call((*#q).bits()); } });
+            }
+        }
     }
     let Signature { args, ret, call } = signature(f);
     let (func, pfunc) = (ident(name), ident(&format!("P{name}")));

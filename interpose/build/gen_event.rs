@@ -113,7 +113,8 @@ pub(crate) struct Parts {
     pub(crate) special: BTreeSet<String>,
 }
 
-pub(crate) fn event_parts(name: &str, f: &Func, e: &Event) -> Parts {
+pub(crate) fn event_parts(name: &str, f: &Func, e: &Function) -> Parts {
+    let r = &e.roles;
     let mut p = Parts {
         pre: TokenStream::new(),
         post: TokenStream::new(),
@@ -121,7 +122,7 @@ pub(crate) fn event_parts(name: &str, f: &Func, e: &Event) -> Parts {
         views: TokenStream::new(),
         special: BTreeSet::new(),
     };
-    let status = e.status.map(|s| param(name, f, s, Kind::Status));
+    let status = r.status.map(|s| param(name, f, s, Kind::Status));
     if let Some(s) = &status {
         let si = ident(s);
         if fortran() {
@@ -140,48 +141,48 @@ pub(crate) fn event_parts(name: &str, f: &Func, e: &Event) -> Parts {
         }
     }
     p.post
-        .extend(match e.flag.map(|s| arg(name, f, s, Kind::Flag)) {
+        .extend(match r.flag.map(|s| arg(name, f, s, Kind::Flag)) {
             Some(fl) => quote! { let __ok = !#fl.is_null() && *#fl != 0; },
             None => quote! { let __ok = true; },
         });
-    let comm = e.comm.map(|c| arg(name, f, c, Kind::Comm));
+    let comm = r.comm.map(|c| arg(name, f, c, Kind::Comm));
     if let Some(c) = &comm {
         p.post
             .extend(quote! { let __ci = __g.comm(#c); __ev.p = __ci.size; });
-        if uses_deg(&e.send) || uses_deg(&e.recv) {
+        if uses_deg(&r.send) || uses_deg(&r.recv) {
             p.post
                 .extend(quote! { let __deg = __g.degrees(#c, &__ci); });
         }
-    } else if e.send.is_some() || e.recv.is_some() {
+    } else if r.send.is_some() || r.recv.is_some() {
         // Mrecv / Imrecv: no communicator; a count-only side needs none.
-        for s in [&e.send, &e.recv].into_iter().flatten() {
+        for s in [&r.send, &r.recv].into_iter().flatten() {
             if !matches!(s.count, Count::One(_)) {
                 panic!("spec error: {name}: per-rank counts need a communicator");
             }
         }
     }
-    let rooted = e.root.is_some();
-    if let Some(r) = e.root {
-        let r = arg(name, f, r, Kind::Rank);
+    let rooted = r.root.is_some();
+    if let Some(root) = r.root {
+        let root = arg(name, f, root, Kind::Rank);
         p.post.extend(quote! {
-            let __role = __g.role(&__ci, #r); __ev.role = __role;
-            let __active = !(__ci.inter && #r == mpiover_mpisys::consts::proc_null());
+            let __role = __g.role(&__ci, #root); __ev.role = __role;
+            let __active = !(__ci.inter && #root == mpiover_mpisys::consts::proc_null());
         });
     }
     let status_ident = status.as_deref().map(ident);
-    sides(name, f, e, rooted, status_ident.as_ref(), &mut p.post);
+    sides(name, f, r, rooted, status_ident.as_ref(), &mut p.post);
     peer(
         name,
         f,
-        e,
+        r,
         comm.is_some(),
         status_ident.as_ref(),
         &mut p.post,
     );
-    if let Some(rq) = e.requests {
+    if let Some(rq) = r.requests {
         requests(name, f, rq, status.as_deref(), &mut p);
     }
-    if let Some(rq) = e.request {
+    if let Some(rq) = r.request {
         let q = arg(name, f, rq, Kind::Request);
         let cb = match &comm {
             Some(c) => quote! { #c.bits() },
@@ -189,16 +190,14 @@ pub(crate) fn event_parts(name: &str, f: &Func, e: &Event) -> Parts {
         };
         // A point-to-point receive or send, or a non-blocking collective:
         // the completion's tmax is composed differently for each.
-        let kind = ident(
-            if mpiover_common::completion::blocking_twin(e.name).is_some() {
-                "Collective"
-            } else if e.recv.is_some() && e.send.is_none() {
-                "Recv"
-            } else {
-                "Send"
-            },
-        );
-        let persistent = e.persistent;
+        let kind = ident(if e.posts_collective() {
+            "Collective"
+        } else if r.recv.is_some() && r.send.is_none() {
+            "Recv"
+        } else {
+            "Send"
+        });
+        let persistent = e.persistent_of.is_some();
         p.after.extend(quote! {
             if __r == 0 && !#q.is_null() {
                 __g.post(&__ev, #cb, (*#q).bits(), #persistent, crate::rt::Posted::#kind, __ra);
@@ -212,18 +211,18 @@ pub(crate) fn event_parts(name: &str, f: &Func, e: &Event) -> Parts {
 fn sides(
     name: &str,
     f: &Func,
-    e: &Event,
+    r: &Roles,
     rooted: bool,
     status: Option<&Ident>,
     post: &mut TokenStream,
 ) {
-    if let Some(s) = &e.send {
+    if let Some(s) = &r.send {
         let (cond, b) = (side_cond(name, f, s, rooted), side_bytes(name, f, s));
         post.extend(quote! { if #cond { __ev.sent = #b; } });
     }
-    if let Some(s) = &e.recv {
+    if let Some(s) = &r.recv {
         let (cond, b) = (side_cond(name, f, s, rooted), side_bytes(name, f, s));
-        if e.recv_from_status {
+        if r.recv_from_status {
             let st = status
                 .unwrap_or_else(|| panic!("spec error: {name}: recv_from_status needs a status"));
             post.extend(quote! {
@@ -242,13 +241,13 @@ fn sides(
 fn peer(
     name: &str,
     f: &Func,
-    e: &Event,
+    r: &Roles,
     has_comm: bool,
     status: Option<&Ident>,
     post: &mut TokenStream,
 ) {
     let proc_null = quote! { mpiover_mpisys::consts::proc_null() };
-    match e.peer {
+    match r.peer {
         Peer::None => {}
         Peer::Dest(d) => {
             let d = arg(name, f, d, Kind::Rank);

@@ -8,7 +8,7 @@ use super::*;
 /// The Fortran wrapper body of one function, shared by its five entry
 /// points (four mpif.h manglings and the f08 name), which pass the return
 /// address and the library function to forward to.
-pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Event>) -> String {
+pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Function>) -> String {
     let name = &ff.mixed;
     let (fargs, ftys, fcall) = fortran_args(ff);
     let (fargs, ftys, fcall) = (tokens(&fargs), tokens(&ftys), tokens(&fcall));
@@ -100,17 +100,16 @@ pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Even
 
     let mut before = String::new();
     let mut after_call = String::new();
-    if spec::FREES_COMM.contains(&name.as_str()) {
-        after_call.push_str("crate::rt::comm_freed();");
-    }
-    if spec::FREES_TYPE.contains(&name.as_str()) {
-        after_call.push_str("crate::rt::type_freed();");
-    }
-    if name == "MPI_Request_free" {
-        before.push_str("__g.forget(crate::fort::req_bits(__f0));");
-    }
-    if name == "MPI_Cancel" {
-        before.push_str("__g.cancelling(crate::fort::req_bits(__f0));");
+    if let Some(h) = spec::hook(name) {
+        let call = h.call();
+        match h {
+            Hook::CommFreed | Hook::TypeFreed => {
+                after_call.push_str(&format!("crate::rt::{call}();"));
+            }
+            Hook::ForgetRequest | Hook::CancelRequest => {
+                before.push_str(&format!("__g.{call}(crate::fort::req_bits(__f0));"));
+            }
+        }
     }
     let (before, after_call) = (tokens(&before), tokens(&after_call));
     quote! {
@@ -208,20 +207,11 @@ pub(crate) fn gen_fortran_entries(ff: &FFunc, hand: bool, f77: bool) -> String {
     out.to_string()
 }
 
-/// Fortran functions the hand-written code in `src/fort.rs` handles.
-pub(crate) const FORTRAN_HAND_WRITTEN: &[&str] = &[
-    "MPI_Init",
-    "MPI_Init_thread",
-    "MPI_Finalize",
-    "MPI_Abort",
-    "MPI_Pcontrol",
-];
-
 /// Generates `$OUT_DIR/fortran.rs`; returns the Fortran functions (C names)
 /// that need a function id.
 pub(crate) fn gen_fortran(
     funcs: &BTreeMap<String, Func>,
-    events: &BTreeMap<&str, &Event>,
+    events: &BTreeMap<&str, &Function>,
     flavor: &str,
 ) -> (String, Vec<String>, usize) {
     let mut code = String::from(
@@ -241,7 +231,7 @@ pub(crate) fn gen_fortran(
     let mut names = Vec::new();
     let mut count = 0;
     for ff in fortran_from_c(funcs) {
-        let hand = FORTRAN_HAND_WRITTEN.contains(&ff.mixed.as_str());
+        let hand = spec::fortran_hand_written(&ff.mixed);
         if !hand {
             let c = funcs.get(&ff.mixed);
             let e = events.get(ff.mixed.as_str()).copied();

@@ -4,33 +4,15 @@
 //! reported once (a warning in the record, and on rank 0's stderr unless
 //! quiet) and the default is used: a bad setting never costs the run.
 //!
-//! | variable | field | default |
-//! |---|---|---|
-//! | `MPIOVER_OUT` | run directory | `./mpiover-<program>-<date>` |
-//! | `MPIOVER_DEPTH` | which caller is the site (1: the line that called MPI) | 1 |
-//! | `MPIOVER_MAX_KEYS` | distinct keys per thread before folding into `other` | 4096 |
-//! | `MPIOVER_TIMER` | `tsc` or `clock` | automatic |
-//! | `MPIOVER_PROFILE` | calibrated profile: online overhead | none |
-//! | `MPIOVER_QUIET` | set: no warnings on stderr | unset |
-//! | `MPIOVER_FORMAT` | `per-rank` (a JSON record per rank), `log` (one job log merged at `MPI_Finalize`), `both` | `per-rank` |
-//! | `MPIOVER_PY_SITES` | `off`: MPI calls made from Python through mpi4py stay at the nearest native frame | `on` |
-//! | `MPIOVER_DEBUG` | set: record-write timings on stderr; `slow-write`: a test pause between the quick and the resolved write; `py-unsupported`: the CPython is taken for one without Python sites (a test of the fallback) | unset |
+//! The names and values are `mpiover_common::settings`'s; what each variable
+//! does is the table "Environment variables" of the top-level `README.md`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-/// What the records are written as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// `rank-NNNNNN.json` per rank.
-    PerRank,
-    /// One job log, merged over MPI at `MPI_Finalize` (ranks that do not
-    /// reach it write their own record as with `PerRank`).
-    Log,
-    /// Both, from the same record (tests compare the two paths).
-    Both,
-}
+pub use mpiover_common::settings::Format;
+use mpiover_common::settings::{self, BadValue, Debug, Timer, Var};
 
 /// The options of this process.
 #[derive(Debug, Clone)]
@@ -38,8 +20,7 @@ pub struct Opts {
     pub out: Option<String>,
     pub depth: u32,
     pub max_keys: u32,
-    /// `Some(true)`: the TSC; `Some(false)`: `clock_gettime`; `None`: automatic.
-    pub timer: Option<bool>,
+    pub timer: Timer,
     pub profile: Option<PathBuf>,
     pub quiet: bool,
     pub debug: bool,
@@ -58,19 +39,27 @@ impl Default for Opts {
     fn default() -> Self {
         Opts {
             out: None,
-            depth: 1,
-            max_keys: 4096,
-            timer: None,
+            depth: settings::DEPTH.default as u32,
+            max_keys: settings::MAX_KEYS.default as u32,
+            timer: Timer::default(),
             profile: None,
             quiet: false,
             debug: false,
             slow_write: false,
             py_unsupported: false,
-            format: Format::PerRank,
+            format: Format::default(),
             py_sites: true,
             problems: Vec::new(),
         }
     }
+}
+
+/// The value, or the default with the problem noted.
+fn or_default<T>(problems: &mut Vec<String>, r: Result<T, BadValue>, default: T) -> T {
+    r.unwrap_or_else(|e| {
+        problems.push(e.to_string());
+        default
+    })
 }
 
 static OPTS: OnceLock<Opts> = OnceLock::new();
@@ -85,74 +74,38 @@ impl Opts {
     /// touching the process environment).
     pub fn parse(var: impl Fn(&str) -> Option<OsString>) -> Opts {
         let mut o = Opts::default();
-        let mut num = |name: &str, lo: u64, hi: u64, default: u64| -> u64 {
-            let Some(v) = var(name) else {
-                return default;
-            };
-            match v.to_str().map(|s| s.trim().parse::<u64>()) {
-                Some(Ok(n)) if (lo..=hi).contains(&n) => n,
-                Some(_) => {
-                    o.problems.push(format!(
-                        "{name}={v:?} is not an integer in {lo}..={hi}; using {default}"
-                    ));
-                    default
-                }
-                None => {
-                    o.problems
-                        .push(format!("{name} is not valid UTF-8; using {default}"));
-                    default
-                }
-            }
-        };
-        let depth = num("MPIOVER_DEPTH", 1, 64, 1) as u32;
-        let max_keys = num("MPIOVER_MAX_KEYS", 1, 1 << 20, 4096) as u32;
-        o.depth = depth;
-        o.max_keys = max_keys;
-        match var("MPIOVER_TIMER").as_deref().map(|v| v.to_str()) {
-            None | Some(Some("" | "auto")) => {}
-            Some(Some("tsc" | "rdtsc")) => o.timer = Some(true),
-            Some(Some("clock" | "clock_gettime")) => o.timer = Some(false),
-            Some(v) => o.problems.push(format!(
-                "MPIOVER_TIMER={:?} is not tsc, clock or auto; using auto",
-                v.unwrap_or("(not UTF-8)")
-            )),
-        }
-        o.out = var("MPIOVER_OUT")
+        let get = |v: Var| var(v.name());
+        let p = &mut o.problems;
+        // The bounds keep both within u32.
+        let (depth, keys) = (settings::DEPTH, settings::MAX_KEYS);
+        o.depth = or_default(p, depth.parse(get(Var::Depth).as_deref()), depth.default) as u32;
+        o.max_keys = or_default(p, keys.parse(get(Var::MaxKeys).as_deref()), keys.default) as u32;
+        o.timer = or_default(p, Timer::parse(get(Var::Timer).as_deref()), Timer::Auto);
+        o.format = or_default(
+            p,
+            Format::parse(get(Var::Format).as_deref()),
+            Format::PerRank,
+        );
+        let py_sites = settings::parse_on_off(Var::PySites, get(Var::PySites).as_deref());
+        o.py_sites = or_default(p, py_sites, true);
+        o.out = get(Var::Out)
             .filter(|v| !v.is_empty())
             .map(|v| v.to_string_lossy().into_owned());
-        o.profile = var("MPIOVER_PROFILE")
+        o.profile = get(Var::Profile)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
-        o.quiet = var("MPIOVER_QUIET").is_some();
-        match var("MPIOVER_FORMAT").as_deref().map(|v| v.to_str()) {
-            None | Some(Some("" | "per-rank")) => {}
-            Some(Some("log")) => o.format = Format::Log,
-            Some(Some("both")) => o.format = Format::Both,
-            Some(v) => o.problems.push(format!(
-                "MPIOVER_FORMAT={:?} is not per-rank, log or both; using per-rank",
-                v.unwrap_or("(not UTF-8)")
-            )),
-        }
-        match var("MPIOVER_PY_SITES").as_deref().map(|v| v.to_str()) {
-            None | Some(Some("" | "on" | "1")) => {}
-            Some(Some("off" | "0")) => o.py_sites = false,
-            Some(v) => o.problems.push(format!(
-                "MPIOVER_PY_SITES={:?} is not on or off; using on",
-                v.unwrap_or("(not UTF-8)")
-            )),
-        }
-        if let Some(d) = var("MPIOVER_DEBUG") {
-            o.debug = true;
-            o.slow_write = d.to_string_lossy().contains("slow-write");
-            o.py_unsupported = d.to_string_lossy().contains("py-unsupported");
-        }
+        o.quiet = get(Var::Quiet).is_some();
+        let debug = Debug::parse(get(Var::Debug).as_deref());
+        o.debug = debug.on;
+        o.slow_write = debug.slow_write;
+        o.py_unsupported = debug.py_unsupported;
         o
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::Opts;
+    use super::{Opts, Timer};
     use std::ffi::OsString;
 
     fn parse(vars: &[(&str, &str)]) -> Opts {
@@ -166,7 +119,7 @@ mod tests {
     #[test]
     fn defaults_without_variables() {
         let o = parse(&[]);
-        assert_eq!((o.depth, o.max_keys, o.timer), (1, 4096, None));
+        assert_eq!((o.depth, o.max_keys, o.timer), (1, 4096, Timer::Auto));
         assert!(o.out.is_none() && o.profile.is_none() && !o.quiet && !o.debug);
         assert!(o.problems.is_empty());
     }
@@ -183,14 +136,14 @@ mod tests {
         ]);
         assert_eq!(o.depth, 2);
         assert_eq!(o.max_keys, 4096);
-        assert_eq!(o.timer, None);
+        assert_eq!(o.timer, Timer::Auto);
         assert_eq!(o.out.as_deref(), Some("run1"));
         assert!(o.profile.is_none());
         assert!(o.debug && o.slow_write);
         assert_eq!(o.problems.len(), 2, "{:?}", o.problems);
         assert!(o.problems[0].contains("MPIOVER_MAX_KEYS"));
         assert!(o.problems[1].contains("MPIOVER_TIMER"));
-        assert_eq!(parse(&[("MPIOVER_TIMER", "clock")]).timer, Some(false));
+        assert_eq!(parse(&[("MPIOVER_TIMER", "clock")]).timer, Timer::Clock);
         assert!(parse(&[]).py_sites);
         assert!(!parse(&[("MPIOVER_PY_SITES", "off")]).py_sites);
         let bad = parse(&[("MPIOVER_PY_SITES", "maybe")]);

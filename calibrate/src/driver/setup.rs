@@ -1,6 +1,7 @@
 //! Step 1: everything the measurements need, decided or exchanged once.
 
 use mpiover_common::profile::{iso8601_utc, unix_now, Method, SyncMethod, WindowRule};
+use mpiover_common::settings::Var;
 
 use super::{Driver, Fail, Topology};
 use crate::args::{Args, SyncArg};
@@ -20,9 +21,9 @@ impl<'a> Driver<'a> {
         let plan = make_plan(a, world_size).map_err(Fail)?;
         clock::init_duration_timer().map_err(Fail)?;
         let mut clock = Clock::new(me).map_err(Fail)?;
-        let delay = match std::env::var("MPIOVER_CALIBRATE_TEST_DELAY") {
-            Ok(v) if !v.trim().is_empty() => Some(measure::parse_delay(&v).map_err(Fail)?),
-            _ => None,
+        let delay = match Var::CalibrateTestDelay.get_nonblank() {
+            Some(v) => Some(measure::parse_delay(&v).map_err(Fail)?),
+            None => None,
         };
         let command: Vec<String> = std::env::args().collect();
         let date = iso8601_utc(unix_now());

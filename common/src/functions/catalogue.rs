@@ -1,13 +1,17 @@
 //! The catalogue: one typed record per MPI function that is an event.
 //!
-//! The table is the single place where a function's nature is written down;
-//! everything that used to match function names as strings asks it instead
-//! (the interposer's build script checks its wrapper spec against it, the
-//! profile lookup and the report classify through it). Names are the C names;
+//! The table (its rows are in [`table`](super::table)) is the single place
+//! where a function's nature and its parameters are written down; everything
+//! that would match function names as strings asks it instead (the
+//! interposer's build script generates the event wrappers from it, the
+//! profile lookup, the calibration and the report classify through it). Names are the C names;
 //! Fortran entry points and MPI-4 large-count (`_c`) calls report under the
 //! C name of their base function.
 
 use serde::{Deserialize, Serialize};
+
+use super::roles::Roles;
+pub use super::table::CATALOGUE;
 
 /// How a communication event behaves, which decides the wait state its
 /// overhead indicates.
@@ -132,6 +136,9 @@ pub struct Function {
     /// (`MPI_Send_init` -> `MPI_Isend`).
     pub persistent_of: Option<&'static str>,
     pub completion: Option<Completion>,
+    /// Its parameters by role, from which the interposer's wrapper is
+    /// generated.
+    pub roles: Roles,
 }
 
 impl Function {
@@ -163,204 +170,6 @@ impl Function {
         self.persistent_of.unwrap_or(self.name)
     }
 }
-
-const fn ev(name: &'static str, class: EventClass, scope: Scope) -> Function {
-    Function {
-        name,
-        class,
-        scope,
-        direction: Direction::None,
-        mode: None,
-        rooted: false,
-        blocks: Blocks::Whole,
-        blocking: None,
-        persistent_of: None,
-        completion: None,
-    }
-}
-
-const fn send(name: &'static str, class: EventClass, mode: SendMode) -> Function {
-    Function {
-        direction: Direction::Send,
-        mode: Some(mode),
-        ..ev(name, class, Scope::PointToPoint)
-    }
-}
-
-const fn recv(name: &'static str, class: EventClass) -> Function {
-    Function {
-        direction: Direction::Recv,
-        ..ev(name, class, Scope::PointToPoint)
-    }
-}
-
-const fn coll(name: &'static str, class: EventClass, blocks: Blocks) -> Function {
-    Function {
-        blocks,
-        ..ev(name, class, Scope::Collective)
-    }
-}
-
-const fn rooted(name: &'static str, class: EventClass, blocks: Blocks) -> Function {
-    Function {
-        rooted: true,
-        ..coll(name, class, blocks)
-    }
-}
-
-const fn completion(name: &'static str, blocks: bool, how: CompletionHow) -> Function {
-    Function {
-        completion: Some(Completion { blocks, how }),
-        ..ev(name, EventClass::Completion, Scope::Requests)
-    }
-}
-
-impl Function {
-    /// This function posted without blocking: class `Post`, `blocking` set.
-    const fn posted(self, name: &'static str) -> Function {
-        Function {
-            name,
-            class: EventClass::Post,
-            blocking: Some(self.name),
-            ..self
-        }
-    }
-
-    /// The persistent twin of a non-blocking post.
-    const fn persistent(self, name: &'static str) -> Function {
-        Function {
-            name,
-            persistent_of: Some(self.name),
-            ..self
-        }
-    }
-}
-
-use Blocks::{PerRank, PerRankAtRoot, Whole};
-use EventClass as C;
-
-const SEND: Function = send("MPI_Send", C::Send, SendMode::Standard);
-const BSEND: Function = send("MPI_Bsend", C::Send, SendMode::Buffered);
-const RSEND: Function = send("MPI_Rsend", C::Send, SendMode::Ready);
-const SSEND: Function = send("MPI_Ssend", C::Send, SendMode::Synchronous);
-const RECV: Function = recv("MPI_Recv", C::Recv);
-const MRECV: Function = recv("MPI_Mrecv", C::Recv);
-const ISEND: Function = SEND.posted("MPI_Isend");
-const IBSEND: Function = BSEND.posted("MPI_Ibsend");
-const IRSEND: Function = RSEND.posted("MPI_Irsend");
-const ISSEND: Function = SSEND.posted("MPI_Issend");
-const IRECV: Function = RECV.posted("MPI_Irecv");
-
-const BARRIER: Function = coll("MPI_Barrier", C::Barrier, Whole);
-const BCAST: Function = rooted("MPI_Bcast", C::CollectiveOneToN, Whole);
-const SCATTER: Function = rooted("MPI_Scatter", C::CollectiveOneToN, PerRankAtRoot);
-const SCATTERV: Function = rooted("MPI_Scatterv", C::CollectiveOneToN, PerRankAtRoot);
-const REDUCE: Function = rooted("MPI_Reduce", C::CollectiveNToOne, Whole);
-const GATHER: Function = rooted("MPI_Gather", C::CollectiveNToOne, PerRankAtRoot);
-const GATHERV: Function = rooted("MPI_Gatherv", C::CollectiveNToOne, PerRankAtRoot);
-const ALLREDUCE: Function = coll("MPI_Allreduce", C::CollectiveNxN, Whole);
-const ALLGATHER: Function = coll("MPI_Allgather", C::CollectiveNxN, PerRank);
-const ALLGATHERV: Function = coll("MPI_Allgatherv", C::CollectiveNxN, PerRank);
-const ALLTOALL: Function = coll("MPI_Alltoall", C::CollectiveNxN, PerRank);
-const ALLTOALLV: Function = coll("MPI_Alltoallv", C::CollectiveNxN, PerRank);
-const ALLTOALLW: Function = coll("MPI_Alltoallw", C::CollectiveNxN, PerRank);
-const REDUCE_SCATTER: Function = coll("MPI_Reduce_scatter", C::CollectiveNxN, PerRank);
-const REDUCE_SCATTER_BLOCK: Function = coll("MPI_Reduce_scatter_block", C::CollectiveNxN, PerRank);
-const NEIGHBOR_ALLGATHER: Function = coll("MPI_Neighbor_allgather", C::CollectiveNxN, Whole);
-const NEIGHBOR_ALLGATHERV: Function = coll("MPI_Neighbor_allgatherv", C::CollectiveNxN, Whole);
-const NEIGHBOR_ALLTOALL: Function = coll("MPI_Neighbor_alltoall", C::CollectiveNxN, Whole);
-const NEIGHBOR_ALLTOALLV: Function = coll("MPI_Neighbor_alltoallv", C::CollectiveNxN, Whole);
-const NEIGHBOR_ALLTOALLW: Function = coll("MPI_Neighbor_alltoallw", C::CollectiveNxN, Whole);
-const SCAN: Function = coll("MPI_Scan", C::CollectiveScan, Whole);
-const EXSCAN: Function = coll("MPI_Exscan", C::CollectiveScan, Whole);
-
-/// Every event function. The order is the one reports list functions in
-/// where they have no other order: point-to-point, completions, collectives.
-pub const CATALOGUE: &[Function] = &[
-    SEND,
-    BSEND,
-    RSEND,
-    SSEND,
-    RECV,
-    MRECV,
-    Function {
-        direction: Direction::Both,
-        ..ev("MPI_Sendrecv", C::SendRecv, Scope::PointToPoint)
-    },
-    Function {
-        direction: Direction::Both,
-        ..ev("MPI_Sendrecv_replace", C::SendRecv, Scope::PointToPoint)
-    },
-    recv("MPI_Probe", C::Probe),
-    recv("MPI_Mprobe", C::Probe),
-    recv("MPI_Iprobe", C::Poll),
-    recv("MPI_Improbe", C::Poll),
-    ISEND,
-    IBSEND,
-    IRSEND,
-    ISSEND,
-    IRECV,
-    MRECV.posted("MPI_Imrecv"),
-    ISEND.persistent("MPI_Send_init"),
-    IBSEND.persistent("MPI_Bsend_init"),
-    IRSEND.persistent("MPI_Rsend_init"),
-    ISSEND.persistent("MPI_Ssend_init"),
-    IRECV.persistent("MPI_Recv_init"),
-    ev("MPI_Start", C::Post, Scope::Requests),
-    ev("MPI_Startall", C::Post, Scope::Requests),
-    completion("MPI_Wait", true, CompletionHow::One),
-    completion("MPI_Waitall", true, CompletionHow::All),
-    completion("MPI_Waitany", true, CompletionHow::Any),
-    completion("MPI_Waitsome", true, CompletionHow::Some),
-    completion("MPI_Test", false, CompletionHow::One),
-    completion("MPI_Testall", false, CompletionHow::All),
-    completion("MPI_Testany", false, CompletionHow::Any),
-    completion("MPI_Testsome", false, CompletionHow::Some),
-    BARRIER,
-    BCAST,
-    SCATTER,
-    SCATTERV,
-    REDUCE,
-    GATHER,
-    GATHERV,
-    ALLREDUCE,
-    ALLGATHER,
-    ALLGATHERV,
-    ALLTOALL,
-    ALLTOALLV,
-    ALLTOALLW,
-    REDUCE_SCATTER,
-    REDUCE_SCATTER_BLOCK,
-    NEIGHBOR_ALLGATHER,
-    NEIGHBOR_ALLGATHERV,
-    NEIGHBOR_ALLTOALL,
-    NEIGHBOR_ALLTOALLV,
-    NEIGHBOR_ALLTOALLW,
-    SCAN,
-    EXSCAN,
-    BARRIER.posted("MPI_Ibarrier"),
-    BCAST.posted("MPI_Ibcast"),
-    REDUCE.posted("MPI_Ireduce"),
-    ALLREDUCE.posted("MPI_Iallreduce"),
-    GATHER.posted("MPI_Igather"),
-    GATHERV.posted("MPI_Igatherv"),
-    SCATTER.posted("MPI_Iscatter"),
-    SCATTERV.posted("MPI_Iscatterv"),
-    ALLGATHER.posted("MPI_Iallgather"),
-    ALLGATHERV.posted("MPI_Iallgatherv"),
-    ALLTOALL.posted("MPI_Ialltoall"),
-    ALLTOALLV.posted("MPI_Ialltoallv"),
-    ALLTOALLW.posted("MPI_Ialltoallw"),
-    REDUCE_SCATTER.posted("MPI_Ireduce_scatter"),
-    REDUCE_SCATTER_BLOCK.posted("MPI_Ireduce_scatter_block"),
-    SCAN.posted("MPI_Iscan"),
-    EXSCAN.posted("MPI_Iexscan"),
-    NEIGHBOR_ALLGATHER.posted("MPI_Ineighbor_allgather"),
-    NEIGHBOR_ALLGATHERV.posted("MPI_Ineighbor_allgatherv"),
-    NEIGHBOR_ALLTOALL.posted("MPI_Ineighbor_alltoall"),
-    NEIGHBOR_ALLTOALLV.posted("MPI_Ineighbor_alltoallv"),
-    NEIGHBOR_ALLTOALLW.posted("MPI_Ineighbor_alltoallw"),
-];
 
 /// The catalogue's record of `function` (C name), if it is an event.
 pub fn get(function: &str) -> Option<&'static Function> {
@@ -450,6 +259,27 @@ mod tests {
             get("MPI_Ssend_init").map(Function::nonblocking),
             Some("MPI_Issend")
         );
+    }
+
+    #[test]
+    fn roles_agree_with_the_nature() {
+        for f in CATALOGUE {
+            let r = &f.roles;
+            assert_eq!(f.rooted, r.root.is_some(), "{}", f.name);
+            assert_eq!(
+                f.class == EventClass::Post && f.scope != Scope::Requests,
+                r.request.is_some(),
+                "{}",
+                f.name
+            );
+            assert_eq!(
+                f.scope == Scope::Requests,
+                r.requests.is_some(),
+                "{}",
+                f.name
+            );
+            assert!(!r.recv_from_status || (r.status.is_some() && r.recv.is_some()));
+        }
     }
 
     #[test]

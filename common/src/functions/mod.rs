@@ -10,15 +10,21 @@
 //! whether a send can wait for its receiver), how its recorded bytes relate to
 //! the per-rank block the calibration keys by ([`Blocks`]), its blocking and
 //! persistent relatives, and for completions how many requests they wait for
-//! ([`Completion`]). The wait-state names ([`WaitState`]) follow Scalasca so
+//! ([`Completion`]), and which of its parameters is what ([`Roles`]).
+//! The wait-state names ([`WaitState`]) follow Scalasca so
 //! that users recognise them.
 //!
-//! - [`catalogue`]: the table and its lookups.
+//! - [`catalogue`]: the record of a function and the lookups.
+//! - [`table`]: the rows, one per event function.
+//! - [`roles`]: the parameters of a function by role, from which the
+//!   interposer generates its wrapper.
 //! - [`wait_state`](mod@wait_state): the wait states and the rule from class to state.
 //! - [`keys`]: the profile key a record entry is looked up under.
 
 pub mod catalogue;
 pub mod keys;
+pub mod roles;
+pub mod table;
 pub mod wait_state;
 
 pub use catalogue::{
@@ -26,4 +32,5 @@ pub use catalogue::{
     Lifecycle, Scope, SendMode, CATALOGUE,
 };
 pub use keys::{profile_bytes, profile_key};
+pub use roles::Roles;
 pub use wait_state::{wait_state, WaitState};

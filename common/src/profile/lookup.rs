@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::functions::Scope;
+use crate::functions::{EventClass, Scope};
 
 use super::*;
 
@@ -153,26 +153,28 @@ pub fn is_point_to_point(function: &str) -> bool {
     crate::functions::get(function).is_some_and(|f| f.scope != Scope::Collective)
 }
 
-/// Canonical role string: `root`/`nonroot`, `MPI_Isend`/`MPI_Irecv` for waits.
-pub fn normalize_role(function: &str, role: &str) -> String {
+/// Canonical role string: `root`/`nonroot`; a role that names a posting
+/// function of the catalogue (what a completion completed), in any case and
+/// with or without its prefix (`isend`, `mpi_irecv`), as its C name
+/// (`MPI_Isend`); any other role (`exchange`) as written.
+pub fn normalize_role(role: &str) -> String {
     let r = role.trim();
     let low = r.to_ascii_lowercase();
     match low.as_str() {
         "root" => "root".into(),
         "nonroot" | "non-root" | "non_root" => "nonroot".into(),
-        _ if function == "MPI_Wait"
-            || low.starts_with("mpi_i")
-            || low == "isend"
-            || low == "irecv" =>
-        {
+        _ => {
             let base = low.trim_start_matches("mpi_");
             let mut c = base.chars();
-            match c.next() {
+            let c_name = match c.next() {
                 Some(first) => format!("MPI_{}{}", first.to_ascii_uppercase(), c.as_str()),
-                None => r.to_string(),
+                None => return r.to_string(),
+            };
+            match crate::functions::get(&c_name) {
+                Some(f) if f.class == EventClass::Post => f.name.to_string(),
+                _ => r.to_string(),
             }
         }
-        _ => r.to_string(),
     }
 }
 
@@ -287,7 +289,7 @@ impl Index {
     pub fn new(entries: &[Entry], method: &Method) -> Index {
         let mut points: HashMap<TableKey, BTreeMap<u32, RowPoints>> = HashMap::new();
         for e in entries {
-            let role = e.role.as_deref().map(|r| normalize_role(&e.function, r));
+            let role = e.role.as_deref().map(normalize_role);
             let k = (e.function.clone(), role, e.same_host);
             let row = points.entry(k).or_default().entry(e.p).or_default();
             // b = 0 and b = 1 are the same point; keep the larger tmax.
@@ -322,7 +324,7 @@ impl Index {
         role: Option<&str>,
         same_host: Option<bool>,
     ) -> Option<&Table> {
-        let role = role.map(|r| normalize_role(function, r));
+        let role = role.map(normalize_role);
         let get = |role: Option<String>, sh: Option<bool>| {
             self.tables.get(&(function.to_string(), role, sh))
         };

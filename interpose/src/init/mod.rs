@@ -196,7 +196,7 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
     crate::sites::init_self_range();
     crate::py::init(&crate::sites::objects(), opts, &mut warnings, print);
     crate::fort::init_sentinels();
-    timer::init(opts.timer);
+    timer::init(opts.timer.use_tsc());
     let command = command_line();
 
     // Rank 0 decides the directory and the run id; everybody learns them.

@@ -4,6 +4,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use mpiover_common::settings::Var;
 
 pub(crate) const LIB_NAME: &str = "libmpiover.so";
 
@@ -15,10 +16,10 @@ pub(crate) fn find_lib(given: Option<&Path>) -> anyhow::Result<PathBuf> {
         }
         return absolute(p);
     }
-    if let Some(p) = std::env::var_os("MPIOVER_LIB").filter(|v| !v.is_empty()) {
+    if let Some(p) = Var::Lib.get().filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
         if !p.is_file() {
-            bail!("MPIOVER_LIB={}: no such file", p.display());
+            bail!("{}={}: no such file", Var::Lib.name(), p.display());
         }
         return absolute(&p);
     }

@@ -35,6 +35,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use mpiover_common::settings::{Format, Var, DEPTH};
 
 mod launcher;
 mod lib;
@@ -68,13 +69,13 @@ pub struct RecordArgs {
     pub out: Option<PathBuf>,
     /// Which caller is the call site (sets MPIOVER_DEPTH): 1 is the line that
     /// called MPI, 2 its caller (for programs that wrap MPI in helpers).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(DEPTH.min as i64..=DEPTH.max as i64))]
     pub depth: Option<u32>,
     /// What the records are written as (sets MPIOVER_FORMAT): per-rank (a
     /// rank-NNNNNN.json per rank), log (one job.mpiover-log merged over MPI
     /// at MPI_Finalize, for large jobs) or both.
-    #[arg(long, value_name = "FORMAT", value_parser = ["per-rank", "log", "both"])]
-    pub format: Option<String>,
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub format: Option<Format>,
     /// The libmpiover.so to preload (default: $MPIOVER_LIB, then next to the
     /// mpiover executable, then ../lib/ relative to it).
     #[arg(long, value_name = "PATH")]
@@ -106,16 +107,15 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
         None => None,
     };
     let kind = launcher_kind(launcher);
-    let explicit =
-        a.lib.is_some() || std::env::var_os("MPIOVER_LIB").is_some_and(|v| !v.is_empty());
+    let explicit = a.lib.is_some() || Var::Lib.get().is_some_and(|v| !v.is_empty());
     let exe = std::env::current_exe().context("cannot find the mpiover executable")?;
     let lib = matching_lib(lib, launcher_family(launcher, kind), &exe, explicit);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let out = match a.out.clone().or_else(|| {
-        std::env::var_os("MPIOVER_OUT")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    }) {
+    let out = match a
+        .out
+        .clone()
+        .or_else(|| Var::Out.get().filter(|v| !v.is_empty()).map(PathBuf::from))
+    {
         Some(o) => prepare_out(&cwd.join(o))?,
         None => {
             let prog = program_name(&a.command, kind != Kind::Program);
@@ -128,22 +128,22 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
     let mut cmd = Command::new(launcher);
     let mut set: Vec<(&str, OsString)> = vec![
         ("LD_PRELOAD", preload),
-        ("MPIOVER_OUT", out.clone().into_os_string()),
+        (Var::Out.name(), out.clone().into_os_string()),
     ];
     if let Some(p) = &profile {
-        set.push(("MPIOVER_PROFILE", p.clone().into_os_string()));
+        set.push((Var::Profile.name(), p.clone().into_os_string()));
     }
     if let Some(d) = a.depth {
-        set.push(("MPIOVER_DEPTH", d.to_string().into()));
+        set.push((Var::Depth.name(), d.to_string().into()));
     }
-    if let Some(f) = &a.format {
-        set.push(("MPIOVER_FORMAT", f.into()));
+    if let Some(f) = a.format {
+        set.push((Var::Format.name(), f.as_str().into()));
     }
     if kind == Kind::OpenMpi {
         let mut names: Vec<String> = set.iter().map(|(k, _)| k.to_string()).collect();
         let mut others: Vec<String> = std::env::vars_os()
             .filter_map(|(k, _)| k.into_string().ok())
-            .filter(|k| k.starts_with("MPIOVER_") && k != "MPIOVER_LIB" && !names.contains(k))
+            .filter(|k| k.starts_with("MPIOVER_") && k != Var::Lib.name() && !names.contains(k))
             .collect();
         others.sort();
         names.extend(others);

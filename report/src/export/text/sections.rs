@@ -246,7 +246,7 @@ pub(super) fn sites(o: &mut String, c: &Ctx) {
         }
         // A completion without a tmax is worth a word; functions the profile
         // does not cover at all are summed up under METHODS.
-        if site.mpi_function.starts_with("MPI_Wait") || site.mpi_function.starts_with("MPI_Test") {
+        if mpiover_common::completion::is_completion(&site.mpi_function) {
             for why in &site.tmax_missing {
                 let _ = writeln!(o, "  no tmax for #{}: {why}", site.position);
             }
