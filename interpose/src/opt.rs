@@ -28,7 +28,10 @@ pub struct Opts {
     /// `MPIOVER_DEBUG=py-unsupported`: the interpreter is taken for an
     /// unsupported one (tests of the fallback).
     pub py_unsupported: bool,
+    /// As set; [`Opts::format_for`] resolves `auto` for a job's size.
     pub format: Format,
+    /// `MPIOVER_LOG_ABOVE`: ranks above which `auto` writes the job log.
+    pub log_above: u64,
     /// Python sites (`MPIOVER_PY_SITES`, on unless `off`).
     pub py_sites: bool,
     /// What was wrong with the variables, in words (reported by the caller).
@@ -48,6 +51,7 @@ impl Default for Opts {
             slow_write: false,
             py_unsupported: false,
             format: Format::default(),
+            log_above: settings::LOG_ABOVE.default,
             py_sites: true,
             problems: Vec::new(),
         }
@@ -60,6 +64,13 @@ fn or_default<T>(problems: &mut Vec<String>, r: Result<T, BadValue>, default: T)
         problems.push(e.to_string());
         default
     })
+}
+
+impl Opts {
+    /// What a job of `ranks` writes (`auto` resolved).
+    pub fn format_for(&self, ranks: u32) -> Format {
+        self.format.resolve(u64::from(ranks), self.log_above)
+    }
 }
 
 static OPTS: OnceLock<Opts> = OnceLock::new();
@@ -81,11 +92,9 @@ impl Opts {
         o.depth = or_default(p, depth.parse(get(Var::Depth).as_deref()), depth.default) as u32;
         o.max_keys = or_default(p, keys.parse(get(Var::MaxKeys).as_deref()), keys.default) as u32;
         o.timer = or_default(p, Timer::parse(get(Var::Timer).as_deref()), Timer::Auto);
-        o.format = or_default(
-            p,
-            Format::parse(get(Var::Format).as_deref()),
-            Format::PerRank,
-        );
+        o.format = or_default(p, Format::parse(get(Var::Format).as_deref()), Format::Auto);
+        let above = settings::LOG_ABOVE;
+        o.log_above = or_default(p, above.parse(get(Var::LogAbove).as_deref()), above.default);
         let py_sites = settings::parse_on_off(Var::PySites, get(Var::PySites).as_deref());
         o.py_sites = or_default(p, py_sites, true);
         o.out = get(Var::Out)

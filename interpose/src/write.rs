@@ -447,7 +447,7 @@ fn write_now(finished: &str, when: When) {
             resolve_sites(info, when, rec, &addrs, done)
         });
         MERGING.store(std::ptr::null_mut(), SeqCst);
-        if merged && crate::opt::get().format == crate::opt::Format::Log {
+        if merged && crate::init::format() == crate::opt::Format::Log {
             return;
         }
     } else {

@@ -48,6 +48,13 @@ pub struct RunInfo {
 
 pub static INFO: OnceLock<RunInfo> = OnceLock::new();
 
+/// What this job writes: `MPIOVER_FORMAT` with `auto` resolved for the
+/// world's size (per-rank before `MPI_Init` filled it in).
+pub fn format() -> crate::opt::Format {
+    let ranks = INFO.get().map_or(1, |i| i.head.ranks);
+    crate::opt::get().format_for(ranks)
+}
+
 /// The eager limit the library states, asked at `MPI_Finalize`
 /// ([`ask_eager_limit`]).
 static EAGER_LIMIT: OnceLock<mpiover_common::profile::MpiTValue> = OnceLock::new();

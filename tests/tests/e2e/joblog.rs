@@ -10,6 +10,8 @@
 //!   the report (the job never reaches the merge, so each writes its own),
 //!   the killed rank flagged.
 //! - A cut or damaged log: exit 2, the file and the byte offset named.
+//! - The default (`auto`): per-rank records up to `MPIOVER_LOG_ABOVE` ranks,
+//!   the job log above (4 ranks against thresholds of 4 and 3).
 
 use std::path::Path;
 use std::process::Command;
@@ -156,6 +158,29 @@ fn joblog_of_32_ranks_is_one_file_and_reports_like_the_per_rank_records() {
         .sum();
     eprintln!("e2e: joblog: {NP} ranks, log {log} bytes, per-rank JSON {json} bytes");
     assert!(log * 2 < json, "log {log} bytes vs JSON {json}");
+}
+
+#[test]
+fn joblog_by_default_above_the_threshold_and_per_rank_records_up_to_it() {
+    let dir = scratch("joblog_auto");
+    for (above, expect_log) in [(4, false), (3, true)] {
+        let run = dir.join(format!("above_{above}"));
+        let out = Job::new(4, "late_sender", &["3", "5"], &dir)
+            .profiled(&run)
+            .env("MPIOVER_LOG_ABOVE", &above.to_string())
+            .run();
+        out.assert_success();
+        let want: Vec<String> = if expect_log {
+            vec!["job.mpiover-log".into()]
+        } else {
+            (0..4).map(|r| format!("rank-{r:06}.json")).collect()
+        };
+        assert_eq!(names(&run), want, "MPIOVER_LOG_ABOVE={above}\n{}", out.dump());
+        let (code, json, err) = report(&run);
+        assert_eq!(code, Some(0), "{err}");
+        let rep: Value = serde_json::from_str(&json).expect("report JSON");
+        assert_eq!(rep["run"]["ranks_present"], 4, "{err}");
+    }
 }
 
 #[test]
