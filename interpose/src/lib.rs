@@ -21,9 +21,6 @@
 //! `MPIOVER_MAX_KEYS`, `MPIOVER_TIMER`, `MPIOVER_PROFILE`, `MPIOVER_QUIET`, `MPIOVER_PY_SITES`,
 //! `MPIOVER_DEBUG`).
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 pub mod fort;
 pub mod heap;
 pub mod hooks;
