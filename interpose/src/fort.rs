@@ -36,6 +36,9 @@ use crate::rt::{self, Handle as _};
 
 pub mod generated {
     //! The generated Fortran wrappers (see `build.rs`).
+    // Generated code: each wrapper is a Fortran entry point whose contract
+    // is the MPI standard's Fortran binding (no `# Safety` section restates
+    // it); the rest is what generation leaves unused.
     #![allow(
         non_snake_case,
         non_upper_case_globals,
@@ -146,13 +149,12 @@ fn resolve(slot: &AtomicUsize, name: &CStr) -> usize {
 /// passes by reference, live for the call.
 #[inline(always)]
 pub unsafe fn int(p: *const Fint) -> c_int {
-    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
-    unsafe {
-        if p.is_null() {
-            0
-        } else {
-            *p
-        }
+    if p.is_null() {
+        0
+    } else {
+        // SAFETY: non-null, so a Fortran INTEGER argument, live for the
+        // call (this function's contract).
+        unsafe { *p }
     }
 }
 
@@ -163,7 +165,7 @@ pub unsafe fn int(p: *const Fint) -> c_int {
 /// As [`int`].
 #[inline(always)]
 pub unsafe fn ierr(p: *const Fint) -> c_int {
-    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
+    // SAFETY: this function's contract is `int`'s.
     unsafe { int(p) }
 }
 
@@ -191,7 +193,8 @@ mod f2c {
     /// any value of its kind.
     #[inline(always)]
     pub unsafe fn datatype(f: Fint) -> MPI_Datatype {
-        // SAFETY: the handle is a Fortran handle value the program passed; MPI's f2c functions accept any value of its kind.
+        // SAFETY: `f` is a Fortran handle of this kind (this function's
+        // contract); the conversion accepts any such value.
         unsafe { PMPI_Type_f2c(f) }
     }
     /// The C handle of a Fortran communicator handle.
@@ -201,7 +204,8 @@ mod f2c {
     /// accepts any value of its kind.
     #[inline(always)]
     pub unsafe fn comm(f: Fint) -> MPI_Comm {
-        // SAFETY: the handle is a Fortran handle value the program passed; MPI's f2c functions accept any value of its kind.
+        // SAFETY: `f` is a Fortran handle of this kind (this function's
+        // contract); the conversion accepts any such value.
         unsafe { PMPI_Comm_f2c(f) }
     }
     /// The C handle of a Fortran request handle.
@@ -211,7 +215,8 @@ mod f2c {
     /// any value of its kind.
     #[inline(always)]
     pub unsafe fn request(f: Fint) -> MPI_Request {
-        // SAFETY: the handle is a Fortran handle value the program passed; MPI's f2c functions accept any value of its kind.
+        // SAFETY: `f` is a Fortran handle of this kind (this function's
+        // contract); the conversion accepts any such value.
         unsafe { PMPI_Request_f2c(f) }
     }
 }
@@ -253,7 +258,8 @@ mod f2c {
 /// As [`int`]: `p` is null or points to a Fortran datatype handle.
 #[inline(always)]
 pub unsafe fn datatype(p: *const Fint) -> MPI_Datatype {
-    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
+    // SAFETY: `p` is null or a datatype argument (this function's contract),
+    // so `int` reads a handle value of that kind, which `f2c` accepts.
     unsafe { f2c::datatype(int(p)) }
 }
 
@@ -263,7 +269,8 @@ pub unsafe fn datatype(p: *const Fint) -> MPI_Datatype {
 /// As [`int`]: `p` is null or points to a Fortran communicator handle.
 #[inline(always)]
 pub unsafe fn comm(p: *const Fint) -> MPI_Comm {
-    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
+    // SAFETY: `p` is null or a communicator argument (this function's contract),
+    // so `int` reads a handle value of that kind, which `f2c` accepts.
     unsafe { f2c::comm(int(p)) }
 }
 
@@ -273,7 +280,8 @@ pub unsafe fn comm(p: *const Fint) -> MPI_Comm {
 /// As [`int`]: `p` is null or points to a Fortran request handle.
 #[inline(always)]
 pub unsafe fn request(p: *const Fint) -> MPI_Request {
-    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
+    // SAFETY: `p` is null or a request argument (this function's contract),
+    // so `int` reads a handle value of that kind, which `f2c` accepts.
     unsafe { f2c::request(int(p)) }
 }
 
@@ -283,17 +291,16 @@ pub unsafe fn request(p: *const Fint) -> MPI_Request {
 /// As [`int`]: `p` is null or points to a Fortran request handle.
 #[inline(always)]
 pub unsafe fn req_bits(p: *const Fint) -> usize {
-    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
-    unsafe {
-        if p.is_null() {
-            return 0;
-        }
-        let r = f2c::request(*p);
-        if r.bits() == consts::request_null().bits() {
-            0
-        } else {
-            r.bits()
-        }
+    if p.is_null() {
+        return 0;
+    }
+    // SAFETY: non-null, so a Fortran request argument (this function's
+    // contract), a value that `f2c::request` accepts.
+    let r = unsafe { f2c::request(*p) };
+    if r.bits() == consts::request_null().bits() {
+        0
+    } else {
+        r.bits()
     }
 }
 

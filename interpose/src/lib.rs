@@ -46,6 +46,9 @@ pub mod write;
 
 pub mod wrappers {
     //! The generated wrappers (see `build.rs`, `spec.rs`).
+    // Generated code: each wrapper is the C entry point of the same name,
+    // whose safety contract is the MPI standard's for it (no `# Safety`
+    // section restates it); the rest is what generation leaves unused.
     #![allow(
         non_snake_case,
         unused_variables,
