@@ -37,7 +37,24 @@ pub unsafe fn run_window(kind: Kind, comm: Comm, me: i32, w: u64, b: &mut Bufs, 
             win.pair(kind, me, (w % 2) as i32)
         }
         Kind::Exchange => win.exchange(me, b),
-        _ => win.collective(kind, b),
+        // Listed, not `_`: a new pattern must say here which step runs it.
+        Kind::Bcast
+        | Kind::Reduce
+        | Kind::Allreduce
+        | Kind::Gather
+        | Kind::Gatherv
+        | Kind::Scatter
+        | Kind::Scatterv
+        | Kind::Allgather
+        | Kind::Allgatherv
+        | Kind::Alltoall
+        | Kind::Alltoallv
+        | Kind::Alltoallw
+        | Kind::Barrier
+        | Kind::Scan
+        | Kind::Exscan
+        | Kind::ReduceScatter
+        | Kind::ReduceScatterBlock => win.collective(kind, b),
     }
 }
 
