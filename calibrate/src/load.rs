@@ -72,8 +72,10 @@ pub fn read() -> Reading {
 
 /// This process's CPU time (user + system, every thread), seconds.
 pub fn own_cpu_s() -> f64 {
-    // SAFETY: getrusage fills the struct it is given.
+    // SAFETY: rusage is plain integers and timevals, for which all-zero
+    // bytes are a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a live local that getrusage fills.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
         return 0.0;
     }

@@ -51,9 +51,12 @@ use mpiover_common::profile::StopReason;
 use mpiover_common::settings::Var;
 
 use crate::clock::Clock;
-use crate::mpi::{self, Comm};
-use crate::pattern::{self, Bufs, Kind};
-use crate::stat::{self, StatOpts};
+use crate::mpi::Comm;
+use crate::pattern::Kind;
+use crate::stat::StatOpts;
+
+mod job;
+use job::Job;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sync {
@@ -218,6 +221,7 @@ fn wait_until(clock: &Clock, t: f64, yield_wait: bool) {
         if rem > 2e-3 {
             std::thread::sleep(Duration::from_secs_f64(rem - 1e-3));
         } else if yield_wait {
+            // SAFETY: sched_yield takes nothing and only gives up the CPU.
             unsafe { libc::sched_yield() };
         } else {
             std::hint::spin_loop();
@@ -256,326 +260,48 @@ pub fn run_job(
     deadline: f64,
     prior: Option<Outcome>,
 ) -> Option<Outcome> {
-    let me = mpi::rank(comm);
-    let p = mpi::size(comm);
-    let slots = kind.slots();
-    let n_entries = kind.entries().len();
-    let mut bufs = Bufs::new(kind, p as u32, k, bytes);
-    // A fresh fit point with rank 0 for every rank of the job: the model's
-    // offset is current whatever the error of its slope (SKaMPI and NBCBench
-    // re-synchronize per measurement too); the points also lengthen the time
-    // span the slope is learned from.
-    if s.sync == Sync::Window {
-        crate::clock::sync_round(clock, comm, s.sync_exchanges);
-    }
-    let clock: &Clock = clock;
-    let t_job0 = clock.now();
-
-    // Warm-up (barrier-synchronized, discarded): first contact, caches, and an
-    // estimate of the call time for the first window.
-    let mut d = vec![0.0; slots];
-    let mut est = 0.0f64;
-    let warm = s.warmup.max(1) as u64;
-    for i in 0..warm {
-        mpi::barrier(comm);
-        pattern::run_window(kind, comm, me, i, &mut bufs, &mut d);
-        if i > 0 || warm == 1 {
-            est = est.max(d.iter().sum());
-        }
-    }
-    let est = mpi::allreduce_max_f64(est, comm);
-
-    let spw = per_window(kind, p);
-    // Earlier rounds' outcome (rank 0): this round adds to its samples and
-    // counts, and the stopping rule judges them all.
-    let mut out = match prior {
-        Some(o) if o.samples.len() == n_entries => o,
-        _ => Outcome {
-            samples: vec![Vec::new(); n_entries],
-            invalid: vec![0; n_entries],
-            invalid_late: vec![0; n_entries],
-            invalid_overrun: vec![0; n_entries],
-            invalid_preempted: vec![0; n_entries],
-            ..Default::default()
-        },
-    };
+    let mut job = Job::new(kind, k, bytes, comm, clock, s, selected);
+    let est = job.warm_up();
+    let mut out = job.start_outcome(prior);
     let elapsed_before = out.elapsed_s;
-    // Growth is learned per round (the driver's window slack reads it).
-    out.growths = 0;
-    let watch_preemption = s.sync == Sync::Window && !s.yield_wait;
-    out.window_base_s = (2.0 * est + 10e-6).clamp(s.window_min_s, s.window_max_s);
-    let mut window = (out.window_base_s + s.window_slack_s).clamp(s.window_min_s, s.window_max_s);
-    // A later round starts from the window the job's last round ended with:
-    // relearning it by dropped windows would spend the round's share of the
-    // budget (on an oversubscribed host all of it).
-    if out.window_s > window {
-        window = out.window_s.min(s.window_max_s);
-    }
-    let mut lead = s.lead_s;
-    let mut w_count: u64 = 0;
-    let mut stop: Option<StopReason> = None;
-    let mut bad_at_max = 0u32;
-    // Windows of the first batch: enough for min_samples of the slowest entry.
-    let need_windows = |out: &Outcome, target: u64| -> u64 {
-        (0..n_entries)
-            .filter(|&e| selected[e] && spw[e] > 0.0)
-            .map(|e| {
-                let have = out.samples[e].len() as u64;
-                ((target.saturating_sub(have)) as f64 / spw[e]).ceil() as u64
-            })
-            .max()
-            .unwrap_or(0)
-    };
-    let mut nrep = ((need_windows(&out, s.stats.min_samples) as f64) * 1.1).ceil() as u64 + 2;
-
-    loop {
-        let mut hdr = [0.0f64; 4];
-        if me == 0 {
-            let budget_left = s.entry_budget_s - (clock.now() - t_job0);
-            let fit = ((budget_left / window).floor() as u64).max(1);
-            hdr = [
-                if stop.is_some() { 1.0 } else { 0.0 },
-                clock.global_now() + lead,
-                window,
-                nrep.clamp(4, 4000).min(fit) as f64,
-            ];
-        }
-        mpi::bcast_f64s(&mut hdr, 0, comm);
-        if hdr[0] != 0.0 {
-            break;
-        }
-        let (start, win, nr) = (hdr[1], hdr[2], hdr[3] as usize);
-        let mut dur = vec![0.0f64; nr * slots];
-        // Arrived late | started late | overran | preempted, one vector each
-        // (reduced with MAX, so a flag of any rank flags the window).
-        let mut flags = vec![0u8; FLAGS * nr];
-        for i in 0..nr {
-            let w = w_count + i as u64;
-            let delay = s.delay.filter(|d| d.hits(s.world_rank, w));
-            match s.sync {
-                Sync::Window => {
-                    let t_start = clock.to_local(start + i as f64 * win);
-                    match delay.map(|d| d.seconds) {
-                        Some(Some(secs)) => std::thread::sleep(Duration::from_secs_f64(secs)),
-                        Some(None) => wait_until(clock, t_start + 20e-6, s.yield_wait),
-                        None => {}
-                    }
-                    if clock.now() > t_start {
-                        flags[ARRIVED_LATE * nr + i] = 1;
-                    } else {
-                        wait_until(clock, t_start, s.yield_wait);
-                        // The spin ends within a few clock reads of the start;
-                        // a rank descheduled while it waited starts late too.
-                        // (Not with more ranks than cores: there every yield
-                        // gives the core away for a time slice.)
-                        if watch_preemption && clock.now() - t_start > START_TOLERANCE_S {
-                            flags[STARTED_LATE * nr + i] = 1;
-                        }
-                    }
-                    // After the wait (which may sleep), before the call.
-                    let switches = if watch_preemption {
-                        context_switches()
-                    } else {
-                        0
-                    };
-                    pattern::run_window(
-                        kind,
-                        comm,
-                        me,
-                        w,
-                        &mut bufs,
-                        &mut dur[i * slots..(i + 1) * slots],
-                    );
-                    if clock.now() - t_start > win {
-                        flags[OVERRUN * nr + i] = 1;
-                    }
-                    // After the overrun check: the system call is not the call's time.
-                    if watch_preemption && context_switches() != switches {
-                        flags[PREEMPTED * nr + i] = 1;
-                    }
-                }
-                Sync::Barrier => {
-                    mpi::barrier(comm);
-                    if let Some(secs) = delay.and_then(|d| d.seconds) {
-                        std::thread::sleep(Duration::from_secs_f64(secs));
-                    }
-                    pattern::run_window(
-                        kind,
-                        comm,
-                        me,
-                        w,
-                        &mut bufs,
-                        &mut dur[i * slots..(i + 1) * slots],
-                    );
-                }
-            }
-        }
-        let mut fl = vec![0u8; FLAGS * nr];
-        mpi::reduce_max_u8(&flags, &mut fl, 0, comm);
-        let mut all = vec![0.0f64; if me == 0 { p as usize * nr * slots } else { 1 }];
-        mpi::gather_f64s(&dur, &mut all, 0, comm);
-        let first = w_count;
-        w_count += nr as u64;
-        if me != 0 {
+    let mut ctl = job.control(&mut out, est);
+    while let Some(mut batch) = job.next_batch(&ctl) {
+        job.run_batch(&mut batch);
+        let (fl, all) = job.collect(&batch, &mut ctl);
+        if job.me != 0 {
             continue;
         }
-
         // Rank 0: sort the samples, adapt the window, decide.
-        let flag = |f: usize, i: usize| fl[f * nr + i] != 0;
-        let n_preempted = (0..nr).filter(|&i| flag(PREEMPTED, i)).count();
-        let drop_preempted = n_preempted * 2 <= nr;
-        // Windows that a longer window would have made valid.
-        let mut bad = 0u64;
-        let mut n_arrived = 0usize;
-        let mut n_started = 0usize;
-        let mut n_over = 0usize;
-        for i in 0..nr {
-            let arrived = flag(ARRIVED_LATE, i);
-            let started = flag(STARTED_LATE, i);
-            let over = flag(OVERRUN, i);
-            let preempted = flag(PREEMPTED, i);
-            n_arrived += arrived as usize;
-            n_started += started as usize;
-            n_over += over as usize;
-            let late = arrived || started;
-            let window_bad = late || over;
-            let invalid = window_bad || (preempted && drop_preempted);
-            // Growth fixes a window too short for the call and its
-            // bookkeeping (the next rank arrives after the start, or the call
-            // ends after the window), not a rank that lost its core: a spin
-            // that ended late, or a call during which the thread was switched
-            // out, says nothing about the window's length, and growing for it
-            // made the windows of a shared 2-core machine run away to tens of
-            // milliseconds (then a 1.5 s entry budget held 30 windows). When
-            // most of the batch was preempted the switches belong to the call
-            // (kept, see above) and an overrun is the window's fault again.
-            if (arrived || over) && !(preempted && drop_preempted) {
-                bad += 1;
-            }
-            if window_bad {
-                out.late += late as u64;
-                out.overrun += over as u64;
-            }
-            if preempted {
-                if drop_preempted {
-                    out.preempted += 1;
-                } else {
-                    out.preempted_kept += 1;
-                }
-            }
-            for r in 0..p {
-                for sl in 0..slots {
-                    if let Some(e) = kind.entry_of(r, sl, first + i as u64) {
-                        if !selected[e] {
-                            continue;
-                        }
-                        if invalid {
-                            // One reason per dropped sample, the first that
-                            // applies: late, else overran, else preempted.
-                            out.invalid[e] += 1;
-                            if late {
-                                out.invalid_late[e] += 1;
-                            } else if over {
-                                out.invalid_overrun[e] += 1;
-                            } else {
-                                out.invalid_preempted[e] += 1;
-                            }
-                        } else {
-                            out.samples[e].push(all[(r as usize * nr + i) * slots + sl]);
-                        }
-                    }
-                }
-            }
-            if !invalid {
-                let longest = (0..p as usize)
-                    .map(|r| {
-                        all[(r * nr + i) * slots..(r * nr + i + 1) * slots]
-                            .iter()
-                            .sum()
-                    })
-                    .fold(0.0f64, f64::max);
-                out.kept_windows += 1;
-                out.kept_window_s += longest;
-            }
-        }
+        let t = job.sort(&mut out, &batch, &fl, &all);
         if trace() {
             eprintln!(
-                "trace: {} p={p} {bytes}B batch {nr} window {:.1} us: arrived late {n_arrived} \
-                 started late {n_started} overrun {n_over} preempted {n_preempted}{} -> {bad} \
-                 count toward growth",
+                "trace: {} p={} {bytes}B batch {} window {:.1} us: arrived late {} \
+                 started late {} overrun {} preempted {}{} -> {} count toward growth",
                 kind.name(),
-                window * 1e6,
-                if drop_preempted { "" } else { " (kept)" }
+                job.p,
+                batch.nr,
+                ctl.window * 1e6,
+                t.n_arrived,
+                t.n_started,
+                t.n_over,
+                t.n_preempted,
+                if t.drop_preempted { "" } else { " (kept)" },
+                t.bad
             );
         }
-        out.windows += nr as u64;
-        out.windows_invalid += bad;
-        if s.sync == Sync::Window {
-            if flag(ARRIVED_LATE, 0) {
-                lead = (lead * 2.0).min(0.05);
-            }
-            if bad * 4 > nr as u64 {
-                if window >= s.window_max_s {
-                    bad_at_max += 1;
-                } else {
-                    window = (window * 2.0).min(s.window_max_s);
-                    out.growths += 1;
-                }
-            }
-        }
-
-        let elapsed = clock.now() - t_job0;
-        let mut all_done = true;
-        let mut hit_max = false;
-        for e in (0..n_entries).filter(|&e| selected[e] && spw[e] > 0.0) {
-            let n = out.samples[e].len() as u64;
-            if n >= s.stats.max_samples {
-                hit_max = true;
-            } else if n < s.stats.min_samples || !stat::stable(&out.samples[e], &s.stats) {
-                all_done = false;
-            }
-        }
-        if all_done {
-            stop = Some(if hit_max {
-                StopReason::MaxSamples
-            } else {
-                StopReason::Stable
-            });
-        } else if crate::clock::raw_now() >= deadline {
-            stop = Some(StopReason::TimeBudget);
-        } else if elapsed + window * 8.0 >= s.entry_budget_s {
-            stop = Some(StopReason::EntryBudget);
-        } else if bad_at_max >= 3 {
-            stop = Some(StopReason::WindowMax);
-        } else {
-            // Next batch: what the slowest entry still needs to reach the
-            // minimum, else a quarter more for the stopping rule.
-            let min_need = need_windows(&out, s.stats.min_samples);
-            nrep = if min_need > 0 {
-                min_need
-            } else {
-                let n_min = (0..n_entries)
-                    .filter(|&e| selected[e] && spw[e] > 0.0)
-                    .map(|e| out.samples[e].len() as u64)
-                    .min()
-                    .unwrap_or(0);
-                need_windows(&out, (n_min + n_min / 4).min(s.stats.max_samples))
-            };
-            let valid_frac = 1.0 - bad as f64 / nr as f64;
-            nrep = ((nrep as f64) / valid_frac.max(0.25) * 1.1).ceil() as u64 + 1;
-        }
+        job.adapt(&mut ctl, &mut out, &fl, &t, batch.nr);
+        job.decide(&mut ctl, &out, &t, batch.nr, deadline);
     }
-    if me == 0 {
-        // Entries with several samples per window can pass max_samples in the
-        // last batch; keep the first max_samples.
-        for v in &mut out.samples {
-            v.truncate(s.stats.max_samples as usize);
-        }
-        out.window_s = window;
-        out.stop = stop;
-        out.elapsed_s = elapsed_before + (clock.now() - t_job0);
-        Some(out)
-    } else {
-        None
+    if job.me != 0 {
+        return None;
     }
+    // Entries with several samples per window can pass max_samples in the
+    // last batch; keep the first max_samples.
+    for v in &mut out.samples {
+        v.truncate(s.stats.max_samples as usize);
+    }
+    out.window_s = ctl.window;
+    out.stop = ctl.stop;
+    out.elapsed_s = elapsed_before + (job.clock.now() - job.t0);
+    Some(out)
 }

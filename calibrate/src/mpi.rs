@@ -4,7 +4,11 @@
 //! numbers are the same as without it. MPI's default error handler
 //! (`MPI_ERRORS_ARE_FATAL`) aborts the job on any error, so return codes are
 //! not checked here.
-#![allow(clippy::not_unsafe_ptr_arg_deref)]
+//!
+//! Every call below passes handles that came from the library (`c::*`, or a
+//! communicator it returned) and buffers borrowed from a slice or a local for
+//! the whole call; a nonblocking call's buffer stays borrowed until
+//! [`wait_sleepy`] has completed its request.
 
 use std::ffi::{c_int, c_void};
 use std::ptr;
@@ -17,15 +21,15 @@ pub type Comm = ffi::MPI_Comm;
 pub type Request = ffi::MPI_Request;
 
 pub fn init() {
-    unsafe {
-        ffi::PMPI_Init(ptr::null_mut(), ptr::null_mut());
-    }
+    // SAFETY: MPI_Init accepts null argc/argv (MPI-2 and later); the
+    // calibrator calls it once, first thing in main.
+    unsafe { ffi::PMPI_Init(ptr::null_mut(), ptr::null_mut()) };
 }
 
 pub fn finalize() {
-    unsafe {
-        ffi::PMPI_Finalize();
-    }
+    // SAFETY: takes no arguments; called once at the end of main, after the
+    // last MPI call of every path.
+    unsafe { ffi::PMPI_Finalize() };
 }
 
 pub fn world() -> Comm {
@@ -34,12 +38,16 @@ pub fn world() -> Comm {
 
 pub fn rank(comm: Comm) -> i32 {
     let mut r = 0;
+    // SAFETY: `comm` is a communicator the library handed out; `r` is a
+    // live local written once by the call.
     unsafe { ffi::PMPI_Comm_rank(comm, &mut r) };
     r
 }
 
 pub fn size(comm: Comm) -> i32 {
     let mut s = 0;
+    // SAFETY: `comm` is a communicator the library handed out; `s` is a
+    // live local written once by the call.
     unsafe { ffi::PMPI_Comm_size(comm, &mut s) };
     s
 }
@@ -48,6 +56,8 @@ pub fn size(comm: Comm) -> i32 {
 pub fn split(comm: Comm, color: Option<i32>, key: i32) -> Option<Comm> {
     let mut out: Comm = c::comm_null();
     let color = color.unwrap_or_else(c::undefined);
+    // SAFETY: `comm` is a library communicator and `out` a live local that
+    // the call writes (MPI_COMM_NULL for MPI_UNDEFINED).
     unsafe { ffi::PMPI_Comm_split(comm, color, key, &mut out) };
     if out == c::comm_null() {
         None
@@ -57,10 +67,13 @@ pub fn split(comm: Comm, color: Option<i32>, key: i32) -> Option<Comm> {
 }
 
 pub fn barrier(comm: Comm) {
+    // SAFETY: a library communicator is the only argument.
     unsafe { ffi::PMPI_Barrier(comm) };
 }
 
 pub fn send_bytes(buf: &[u8], dest: i32, tag: i32, comm: Comm) {
+    // SAFETY: the call reads `buf.len()` bytes from `buf`, borrowed for the
+    // whole blocking send.
     unsafe {
         ffi::PMPI_Send(
             buf.as_ptr() as *const c_void,
@@ -74,6 +87,8 @@ pub fn send_bytes(buf: &[u8], dest: i32, tag: i32, comm: Comm) {
 }
 
 pub fn send_f64s(buf: &[f64], dest: i32, tag: i32, comm: Comm) {
+    // SAFETY: the call reads `buf.len()` doubles from `buf`, borrowed for
+    // the whole blocking send.
     unsafe {
         ffi::PMPI_Send(
             buf.as_ptr() as *const c_void,
@@ -87,6 +102,9 @@ pub fn send_f64s(buf: &[f64], dest: i32, tag: i32, comm: Comm) {
 }
 
 pub fn recv_f64s(buf: &mut [f64], src: i32, tag: i32, comm: Comm) {
+    // SAFETY: the call writes at most `buf.len()` doubles into `buf`, which
+    // is borrowed mutably for the whole blocking receive (a longer message is
+    // an MPI error, fatal, not an overrun).
     unsafe {
         ffi::PMPI_Recv(
             buf.as_mut_ptr() as *mut c_void,
@@ -101,6 +119,8 @@ pub fn recv_f64s(buf: &mut [f64], src: i32, tag: i32, comm: Comm) {
 }
 
 pub fn bcast_f64s(buf: &mut [f64], root: i32, comm: Comm) {
+    // SAFETY: `buf.len()` doubles are read (root) or written (others) in
+    // `buf`, borrowed mutably for the whole blocking call.
     unsafe {
         ffi::PMPI_Bcast(
             buf.as_mut_ptr() as *mut c_void,
@@ -113,6 +133,8 @@ pub fn bcast_f64s(buf: &mut [f64], root: i32, comm: Comm) {
 }
 
 pub fn bcast_bytes(buf: &mut [u8], root: i32, comm: Comm) {
+    // SAFETY: `buf.len()` bytes are read (root) or written (others) in
+    // `buf`, borrowed mutably for the whole blocking call.
     unsafe {
         ffi::PMPI_Bcast(
             buf.as_mut_ptr() as *mut c_void,
@@ -126,6 +148,12 @@ pub fn bcast_bytes(buf: &mut [u8], root: i32, comm: Comm) {
 
 /// Element-wise MAX of `buf` over the ranks of `comm`, result on `root`.
 pub fn reduce_max_u8(buf: &[u8], out: &mut [u8], root: i32, comm: Comm) {
+    // The root's result buffer must hold as many elements as are sent, or
+    // the library would write past `out`.
+    assert!(rank(comm) != root || out.len() >= buf.len());
+    // SAFETY: `buf.len()` bytes are read from `buf` and, on the root only,
+    // written to `out`, which holds at least that many (asserted above);
+    // both are borrowed for the whole blocking call.
     unsafe {
         ffi::PMPI_Reduce(
             buf.as_ptr() as *const c_void,
@@ -141,6 +169,8 @@ pub fn reduce_max_u8(buf: &[u8], out: &mut [u8], root: i32, comm: Comm) {
 
 pub fn allreduce_max_f64(v: f64, comm: Comm) -> f64 {
     let mut out = 0.0f64;
+    // SAFETY: one double is read from `v` and written to `out`, two live
+    // locals of this frame.
     unsafe {
         ffi::PMPI_Allreduce(
             &v as *const f64 as *const c_void,
@@ -155,6 +185,11 @@ pub fn allreduce_max_f64(v: f64, comm: Comm) -> f64 {
 }
 
 pub fn gather_f64s(send: &[f64], recv: &mut [f64], root: i32, comm: Comm) {
+    // The root receives `send.len()` elements from each rank.
+    assert!(rank(comm) != root || recv.len() >= send.len() * size(comm) as usize);
+    // SAFETY: `send` is read; on the root `recv` is written and holds a
+    // block per rank (asserted above); other ranks' `recv` is not touched.
+    // Both are borrowed for the whole blocking call.
     unsafe {
         ffi::PMPI_Gather(
             send.as_ptr() as *const c_void,
@@ -170,6 +205,11 @@ pub fn gather_f64s(send: &[f64], recv: &mut [f64], root: i32, comm: Comm) {
 }
 
 pub fn gather_bytes(send: &[u8], recv: &mut [u8], root: i32, comm: Comm) {
+    // The root receives `send.len()` elements from each rank.
+    assert!(rank(comm) != root || recv.len() >= send.len() * size(comm) as usize);
+    // SAFETY: `send` is read; on the root `recv` is written and holds a
+    // block per rank (asserted above); other ranks' `recv` is not touched.
+    // Both are borrowed for the whole blocking call.
     unsafe {
         ffi::PMPI_Gather(
             send.as_ptr() as *const c_void,
@@ -191,6 +231,9 @@ pub fn wait_sleepy(req: &mut Request) {
     let mut flag: c_int = 0;
     let mut nap_us = 50u64;
     loop {
+        // SAFETY: `req` is an active request (or MPI_REQUEST_NULL, which
+        // tests complete) borrowed mutably; `flag` is a live local; the
+        // status is the library's STATUS_IGNORE.
         unsafe { ffi::PMPI_Test(req, &mut flag, c::status_ignore()) };
         if flag != 0 {
             return;
@@ -207,6 +250,8 @@ pub fn wait_sleepy(req: &mut Request) {
 /// `MPI_Ibcast` + [`wait_sleepy`].
 pub fn bcast_bytes_sleepy(buf: &mut [u8], root: i32, comm: Comm) {
     let mut req: Request = c::request_null();
+    // SAFETY: `buf` stays mutably borrowed until `wait_sleepy` below has
+    // completed the request, so the library never touches it after return.
     unsafe {
         ffi::PMPI_Ibcast(
             buf.as_mut_ptr() as *mut c_void,
@@ -223,6 +268,8 @@ pub fn bcast_bytes_sleepy(buf: &mut [u8], root: i32, comm: Comm) {
 /// `MPI_Irecv` + [`wait_sleepy`].
 pub fn recv_bytes_sleepy(buf: &mut [u8], src: i32, tag: i32, comm: Comm) {
     let mut req: Request = c::request_null();
+    // SAFETY: `buf` stays mutably borrowed until `wait_sleepy` below has
+    // completed the request; at most `buf.len()` bytes are written.
     unsafe {
         ffi::PMPI_Irecv(
             buf.as_mut_ptr() as *mut c_void,
@@ -240,6 +287,7 @@ pub fn recv_bytes_sleepy(buf: &mut [u8], src: i32, tag: i32, comm: Comm) {
 /// `MPI_Ibarrier` + [`wait_sleepy`].
 pub fn barrier_sleepy(comm: Comm) {
     let mut req: Request = c::request_null();
+    // SAFETY: no buffer; `req` is a live local completed below.
     unsafe { ffi::PMPI_Ibarrier(comm, &mut req) };
     wait_sleepy(&mut req);
 }
@@ -247,6 +295,8 @@ pub fn barrier_sleepy(comm: Comm) {
 pub fn processor_name() -> String {
     let mut buf = vec![0 as std::ffi::c_char; c::max_processor_name() as usize + 1];
     let mut len: c_int = 0;
+    // SAFETY: `buf` holds MPI_MAX_PROCESSOR_NAME + 1 chars, the most the
+    // call writes; `len` is a live local.
     unsafe { ffi::PMPI_Get_processor_name(buf.as_mut_ptr(), &mut len) };
     let bytes: Vec<u8> = buf[..len.max(0) as usize]
         .iter()
@@ -258,6 +308,9 @@ pub fn processor_name() -> String {
 pub fn library_version() -> String {
     let mut buf = vec![0 as std::ffi::c_char; c::max_library_version_string() as usize + 1];
     let mut len: c_int = 0;
+    // SAFETY: `buf` holds MPI_MAX_LIBRARY_VERSION_STRING + 1 chars, the most
+    // the call writes (this process runs the library it was built against,
+    // calibrate links it directly); `len` is a live local.
     unsafe { ffi::PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
     let bytes: Vec<u8> = buf[..len.max(0) as usize]
         .iter()

@@ -46,6 +46,7 @@ fn stderr_is_terminal() -> bool {
     if std::io::stderr().is_terminal() {
         return true;
     }
+    // SAFETY: getppid takes nothing and cannot fail.
     let mut pid = unsafe { libc::getppid() };
     for _ in 0..2 {
         if pid <= 1 {

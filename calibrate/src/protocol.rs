@@ -80,7 +80,10 @@ const WARMUP: usize = 64;
 /// One byte each way, to warm the pair up.
 fn probe_once(comm: Comm, me: i32, tag: i32, buf: &mut [u8]) {
     let other = 1 - me;
-    // SAFETY: `buf` holds at least one byte; a pair communicator.
+    // The calls below move one byte in and out of `buf`.
+    assert!(!buf.is_empty());
+    // SAFETY: `buf` holds at least one byte (asserted), borrowed mutably for
+    // the blocking calls; `comm` is a pair communicator, so `other` a rank.
     unsafe {
         let p = buf.as_mut_ptr() as *mut c_void;
         if me == 0 {
@@ -103,7 +106,8 @@ fn probe(comm: Comm, me: i32, bytes: u64, buf: &mut [u8]) -> bool {
         mpi::barrier(comm);
         if me == 0 {
             let t0 = mpiover_common::timer::now();
-            // SAFETY: `buf` holds at least n bytes; a pair communicator.
+            // SAFETY: `n` is at most `buf.len()` (clamped above); `comm` is a
+            // pair communicator, so rank 1 exists.
             unsafe {
                 ffi::PMPI_Send(buf.as_ptr() as *const c_void, n, c::byte(), 1, 77, comm);
             }

@@ -25,23 +25,25 @@ pub fn program_component(base: &str) -> String {
 /// Local time as `YYYYmmdd-HHMMSS` (seconds since the epoch if the local
 /// time cannot be had).
 pub fn local_timestamp() -> String {
-    // SAFETY: time(2) and localtime_r(3) with valid pointers.
-    unsafe {
-        let t = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&t, &mut tm).is_null() {
-            return format!("{t}");
-        }
-        format!(
-            "{:04}{:02}{:02}-{:02}{:02}{:02}",
-            tm.tm_year + 1900,
-            tm.tm_mon + 1,
-            tm.tm_mday,
-            tm.tm_hour,
-            tm.tm_min,
-            tm.tm_sec
-        )
+    // SAFETY: time(2) accepts a null pointer (it then only returns the time).
+    let t = unsafe { libc::time(std::ptr::null_mut()) };
+    // SAFETY: `tm` is plain integers (and a pointer to the zone name, which
+    // may be null), so zero bytes are a valid value.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals; localtime_r is the
+    // re-entrant form, writing only `tm`.
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return format!("{t}");
     }
+    format!(
+        "{:04}{:02}{:02}-{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
 }
 
 /// Creates the default run directory `cwd/mpiover-<program>-<timestamp>`,

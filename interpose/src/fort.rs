@@ -23,7 +23,7 @@
 //! `mpi_init_f08_`, ...) call `PMPI_*` and are wrapped here (forwarding to
 //! `pmpir_*_f08_`).
 
-#![allow(clippy::missing_safety_doc, non_snake_case)]
+#![allow(non_snake_case)]
 
 use std::ffi::CStr;
 use std::os::raw::c_int;
@@ -36,6 +36,9 @@ use crate::rt::{self, Handle as _};
 
 pub mod generated {
     //! The generated Fortran wrappers (see `build.rs`).
+    // Generated code: each wrapper is a Fortran entry point whose contract
+    // is the MPI standard's Fortran binding (no `# Safety` section restates
+    // it); the rest is what generation leaves unused.
     #![allow(
         non_snake_case,
         non_upper_case_globals,
@@ -140,23 +143,29 @@ fn resolve(slot: &AtomicUsize, name: &CStr) -> usize {
 }
 
 /// An `INTEGER` argument (0 when absent).
+///
+/// # Safety
+/// `p` is null or points to a Fortran `INTEGER`: an argument, which Fortran
+/// passes by reference, live for the call.
 #[inline(always)]
 pub unsafe fn int(p: *const Fint) -> c_int {
-    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
-    unsafe {
-        if p.is_null() {
-            0
-        } else {
-            *p
-        }
+    if p.is_null() {
+        0
+    } else {
+        // SAFETY: non-null, so a Fortran INTEGER argument, live for the
+        // call (this function's contract).
+        unsafe { *p }
     }
 }
 
 /// The error code of a call (an absent optional `ierror` of `mpi_f08`:
 /// success, since an error would have gone to the error handler).
+///
+/// # Safety
+/// As [`int`].
 #[inline(always)]
 pub unsafe fn ierr(p: *const Fint) -> c_int {
-    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
+    // SAFETY: this function's contract is `int`'s.
     unsafe { int(p) }
 }
 
@@ -177,71 +186,121 @@ pub fn buf(p: *const core::ffi::c_void) -> *const core::ffi::c_void {
 #[cfg(mpi_handles_are_pointers)]
 mod f2c {
     use super::*;
+    /// The C handle of a Fortran datatype handle.
+    ///
+    /// # Safety
+    /// `f` is a datatype handle the program passed: MPI's conversion accepts
+    /// any value of its kind.
     #[inline(always)]
     pub unsafe fn datatype(f: Fint) -> MPI_Datatype {
-        // SAFETY: the handle is a Fortran handle value the program passed; MPI's f2c functions accept any value of its kind.
+        // SAFETY: `f` is a Fortran handle of this kind (this function's
+        // contract); the conversion accepts any such value.
         unsafe { PMPI_Type_f2c(f) }
     }
+    /// The C handle of a Fortran communicator handle.
+    ///
+    /// # Safety
+    /// `f` is a communicator handle the program passed: MPI's conversion
+    /// accepts any value of its kind.
     #[inline(always)]
     pub unsafe fn comm(f: Fint) -> MPI_Comm {
-        // SAFETY: the handle is a Fortran handle value the program passed; MPI's f2c functions accept any value of its kind.
+        // SAFETY: `f` is a Fortran handle of this kind (this function's
+        // contract); the conversion accepts any such value.
         unsafe { PMPI_Comm_f2c(f) }
     }
+    /// The C handle of a Fortran request handle.
+    ///
+    /// # Safety
+    /// `f` is a request handle the program passed: MPI's conversion accepts
+    /// any value of its kind.
     #[inline(always)]
     pub unsafe fn request(f: Fint) -> MPI_Request {
-        // SAFETY: the handle is a Fortran handle value the program passed; MPI's f2c functions accept any value of its kind.
+        // SAFETY: `f` is a Fortran handle of this kind (this function's
+        // contract); the conversion accepts any such value.
         unsafe { PMPI_Request_f2c(f) }
     }
 }
 #[cfg(not(mpi_handles_are_pointers))]
 mod f2c {
     use super::*;
+    /// The C handle of a Fortran datatype handle.
+    ///
+    /// # Safety
+    /// None here (a cast); the functions are unsafe as their Open MPI twins
+    /// are.
     #[inline(always)]
     pub unsafe fn datatype(f: Fint) -> MPI_Datatype {
         f as MPI_Datatype
     }
+    /// The C handle of a Fortran communicator handle.
+    ///
+    /// # Safety
+    /// None here (a cast); the functions are unsafe as their Open MPI twins
+    /// are.
     #[inline(always)]
     pub unsafe fn comm(f: Fint) -> MPI_Comm {
         f as MPI_Comm
     }
+    /// The C handle of a Fortran request handle.
+    ///
+    /// # Safety
+    /// None here (a cast); the functions are unsafe as their Open MPI twins
+    /// are.
     #[inline(always)]
     pub unsafe fn request(f: Fint) -> MPI_Request {
         f as MPI_Request
     }
 }
 
+/// A datatype argument as its C handle.
+///
+/// # Safety
+/// As [`int`]: `p` is null or points to a Fortran datatype handle.
 #[inline(always)]
 pub unsafe fn datatype(p: *const Fint) -> MPI_Datatype {
-    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
+    // SAFETY: `p` is null or a datatype argument (this function's contract),
+    // so `int` reads a handle value of that kind, which `f2c` accepts.
     unsafe { f2c::datatype(int(p)) }
 }
 
+/// A communicator argument as its C handle.
+///
+/// # Safety
+/// As [`int`]: `p` is null or points to a Fortran communicator handle.
 #[inline(always)]
 pub unsafe fn comm(p: *const Fint) -> MPI_Comm {
-    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
+    // SAFETY: `p` is null or a communicator argument (this function's contract),
+    // so `int` reads a handle value of that kind, which `f2c` accepts.
     unsafe { f2c::comm(int(p)) }
 }
 
+/// A request argument as its C handle.
+///
+/// # Safety
+/// As [`int`]: `p` is null or points to a Fortran request handle.
 #[inline(always)]
 pub unsafe fn request(p: *const Fint) -> MPI_Request {
-    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
+    // SAFETY: `p` is null or a request argument (this function's contract),
+    // so `int` reads a handle value of that kind, which `f2c` accepts.
     unsafe { f2c::request(int(p)) }
 }
 
 /// A request as the C handle's bits (what the request map is keyed by).
+///
+/// # Safety
+/// As [`int`]: `p` is null or points to a Fortran request handle.
 #[inline(always)]
 pub unsafe fn req_bits(p: *const Fint) -> usize {
-    // SAFETY: the pointers are the addresses of the Fortran arguments, which Fortran passes by reference and which stay valid for the call (this function's contract); handles go through MPI's own conversion functions.
-    unsafe {
-        if p.is_null() {
-            return 0;
-        }
-        let r = f2c::request(*p);
-        if r.bits() == consts::request_null().bits() {
-            0
-        } else {
-            r.bits()
-        }
+    if p.is_null() {
+        return 0;
+    }
+    // SAFETY: non-null, so a Fortran request argument (this function's
+    // contract), a value that `f2c::request` accepts.
+    let r = unsafe { f2c::request(*p) };
+    if r.bits() == consts::request_null().bits() {
+        0
+    } else {
+        r.bits()
     }
 }
 
@@ -288,6 +347,12 @@ pub fn is_statuses_ignore(p: *const Fint) -> bool {
 type FnIerr = unsafe extern "C" fn(*mut Fint, usize);
 type Fn3 = unsafe extern "C" fn(*mut Fint, *mut Fint, *mut Fint, usize);
 
+/// `MPI_Init` from Fortran: the library's, then the tool starts.
+///
+/// # Safety
+/// `fwd` is the library's own Fortran entry point of this name and signature
+/// (found by `fwd`); the other arguments are the Fortran program's, as the
+/// standard defines them.
 pub unsafe fn fb_MPI_Init(_ra: usize, fwd: usize, ierr: *mut c_int, x: usize) {
     // SAFETY: `fwd` is the address of the library's own entry point of this signature (found by `fort::fwd`), and the arguments are the caller's, passed on unchanged.
     unsafe {
@@ -303,6 +368,10 @@ pub unsafe fn fb_MPI_Init(_ra: usize, fwd: usize, ierr: *mut c_int, x: usize) {
     }
 }
 
+/// `MPI_Init_thread` from Fortran: the library's, then the tool starts.
+///
+/// # Safety
+/// As [`fb_MPI_Init`].
 pub unsafe fn fb_MPI_Init_thread(
     _ra: usize,
     fwd: usize,
@@ -311,29 +380,37 @@ pub unsafe fn fb_MPI_Init_thread(
     ierr: *mut c_int,
     x: usize,
 ) {
-    // SAFETY: `fwd` is the address of the library's own entry point of this signature (found by `fort::fwd`), and the arguments are the caller's, passed on unchanged.
-    unsafe {
-        let f: Fn3 = std::mem::transmute(fwd);
-        let t0 = crate::init::note_init_entry();
-        let b = rt::busy();
-        f(required, provided, ierr, x);
-        let t1 = crate::timer::mono_ns();
-        drop(b);
-        if int(ierr) == 0 {
-            let level = if provided.is_null() {
-                int(required)
-            } else {
-                *provided
-            };
-            crate::init::on_init(
-                Some(level),
-                crate::names::FID_MPI_Init_thread,
-                t1.wrapping_sub(t0),
-            );
-        }
+    // SAFETY: `fwd` is the address of the library's own entry point of this
+    // signature (found by `fort::fwd`), never null here.
+    let f: Fn3 = unsafe { std::mem::transmute(fwd) };
+    let t0 = crate::init::note_init_entry();
+    let b = rt::busy();
+    // SAFETY: the Fortran program's arguments, passed on unchanged.
+    unsafe { f(required, provided, ierr, x) };
+    let t1 = crate::timer::mono_ns();
+    drop(b);
+    // SAFETY: `ierr` is the program's (null when an `mpi_f08` caller left
+    // it out); `int` reads it only when non-null.
+    if unsafe { int(ierr) } == 0 {
+        let level = if provided.is_null() {
+            // SAFETY: `required` is the program's by-reference argument.
+            unsafe { int(required) }
+        } else {
+            // SAFETY: a successful init wrote the level through `provided`.
+            unsafe { *provided }
+        };
+        crate::init::on_init(
+            Some(level),
+            crate::names::FID_MPI_Init_thread,
+            t1.wrapping_sub(t0),
+        );
     }
 }
 
+/// `MPI_Finalize` from Fortran, as [`crate::hooks::MPI_Finalize`].
+///
+/// # Safety
+/// As [`fb_MPI_Init`].
 pub unsafe fn fb_MPI_Finalize(_ra: usize, fwd: usize, ierr: *mut c_int, x: usize) {
     // SAFETY: `fwd` is the address of the library's own entry point of this signature (found by `fort::fwd`), and the arguments are the caller's, passed on unchanged.
     unsafe {
@@ -342,6 +419,10 @@ pub unsafe fn fb_MPI_Finalize(_ra: usize, fwd: usize, ierr: *mut c_int, x: usize
     }
 }
 
+/// `MPI_Abort` from Fortran, as [`crate::hooks::MPI_Abort`].
+///
+/// # Safety
+/// As [`fb_MPI_Init`].
 pub unsafe fn fb_MPI_Abort(
     _ra: usize,
     fwd: usize,
@@ -359,6 +440,9 @@ pub unsafe fn fb_MPI_Abort(
 
 /// `MPI_Pcontrol(level)`; MPICH's `use mpi_f08` one also takes an optional
 /// `ierror` (the passed-through word).
+///
+/// # Safety
+/// As [`fb_MPI_Init`].
 pub unsafe fn fb_MPI_Pcontrol(_ra: usize, fwd: usize, level: *mut c_int, x: usize) {
     // SAFETY: `fwd` is the address of the library's own entry point of this signature (found by `fort::fwd`), and the arguments are the caller's, passed on unchanged.
     unsafe {

@@ -1,7 +1,5 @@
 //! Hand-written hooks: initialization, finalization, abort, `MPI_Pcontrol`.
 
-#![allow(clippy::missing_safety_doc)]
-
 use std::os::raw::{c_char, c_int};
 
 use mpiover_mpisys::*;
@@ -11,6 +9,11 @@ use crate::names::{
 };
 use crate::rt;
 
+/// `MPI_Init`: the library's, then the tool starts.
+///
+/// # Safety
+/// Called by the MPI program as the standard's `MPI_Init`, with what the
+/// standard requires of its arguments; they reach `PMPI_Init` unchanged.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     crate::init::check_before_init();
@@ -28,6 +31,10 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
     }
 }
 
+/// `MPI_Init_thread`: the library's, then the tool starts.
+///
+/// # Safety
+/// As [`MPI_Init`], for `MPI_Init_thread`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init_thread(
     argc: *mut c_int,
@@ -36,27 +43,31 @@ pub unsafe extern "C" fn MPI_Init_thread(
     provided: *mut c_int,
 ) -> c_int {
     crate::init::check_before_init();
-    // SAFETY: the caller is the MPI program, passing what the MPI standard defines for this function; the arguments go to the PMPI twin unchanged.
-    unsafe {
-        let t0 = crate::init::note_init_entry();
-        let b = rt::busy();
-        let r = PMPI_Init_thread(argc, argv, required, provided);
-        let t1 = crate::timer::mono_ns();
-        drop(b);
-        if r == 0 {
-            let level = if provided.is_null() {
-                required
-            } else {
-                *provided
-            };
-            crate::init::on_init(Some(level), FID_MPI_Init_thread, t1.wrapping_sub(t0));
-        }
-        r
+    let t0 = crate::init::note_init_entry();
+    let b = rt::busy();
+    // SAFETY: the MPI program's arguments, which the standard defines (this
+    // function's contract), go to the PMPI twin unchanged.
+    let r = unsafe { PMPI_Init_thread(argc, argv, required, provided) };
+    let t1 = crate::timer::mono_ns();
+    drop(b);
+    if r == 0 {
+        let level = if provided.is_null() {
+            required
+        } else {
+            // SAFETY: a successful MPI_Init_thread wrote the granted level
+            // through the program's non-null `provided`.
+            unsafe { *provided }
+        };
+        crate::init::on_init(Some(level), FID_MPI_Init_thread, t1.wrapping_sub(t0));
     }
+    r
 }
 
 /// `MPI_Finalize`: counted and timed like every call, then the record is
 /// written (no MPI call is needed for that).
+///
+/// # Safety
+/// As [`MPI_Init`]: the program's call, with the standard's requirements.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     // SAFETY: the caller is the MPI program, passing what the MPI standard defines for this function; the arguments go to the PMPI twin unchanged.
@@ -90,6 +101,10 @@ pub fn finalize_with<R>(fin: impl FnOnce() -> R) -> R {
 }
 
 /// `MPI_Abort`: counted, the record written, then the library aborts.
+///
+/// # Safety
+/// As [`MPI_Init`]: the program's call, with the standard's requirements
+/// (`comm` a valid communicator).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
     // SAFETY: the caller is the MPI program, passing what the MPI standard defines for this function; the arguments go to the PMPI twin unchanged.
@@ -146,6 +161,11 @@ extern "C" {
 
 /// `int MPI_Pcontrol(const int level, ...)`: a tail jump into the C
 /// implementation, so the variadic arguments arrive as the caller left them.
+///
+/// # Safety
+/// Called as the variadic C `MPI_Pcontrol(int level, ...)`: the jump leaves
+/// the caller's registers and stack to the C implementation, which reads
+/// `level` only.
 #[cfg(target_arch = "x86_64")]
 #[unsafe(naked)]
 #[no_mangle]
@@ -153,6 +173,10 @@ pub unsafe extern "C" fn MPI_Pcontrol() {
     core::arch::naked_asm!("jmp {}", sym mpiover_c_pcontrol)
 }
 
+/// `int MPI_Pcontrol(const int level, ...)`, as on x86_64.
+///
+/// # Safety
+/// As on x86_64.
 #[cfg(target_arch = "aarch64")]
 #[unsafe(naked)]
 #[no_mangle]
@@ -165,6 +189,9 @@ pub unsafe extern "C" fn MPI_Pcontrol() {
 /// (the world model), so a process that opens a session before, or instead
 /// of, `MPI_Init` is told once that what it does through sessions is not
 /// profiled, rather than finding no record and no reason.
+///
+/// # Safety
+/// As [`MPI_Init`], for `MPI_Session_init`.
 #[cfg(mpi_sessions)]
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Session_init(

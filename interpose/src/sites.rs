@@ -56,49 +56,60 @@ fn note_build_id(mut p: usize, end: usize) -> Option<String> {
     None
 }
 
+/// The `dl_iterate_phdr` callback: one loaded object.
+///
+/// # Safety
+/// Called by `dl_iterate_phdr` only, with `data` the `&mut Vec<Obj>` given
+/// to it.
 unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
-    // SAFETY: dl_iterate_phdr calls this with a valid `dl_phdr_info` and the `data` pointer given to it, a `&mut Vec<Obj>` that outlives the iteration.
-    unsafe {
-        let objs = &mut *(data as *mut Vec<Obj>);
-        let info = &*info;
-        let bias = info.dlpi_addr as usize;
-        let mut path = if info.dlpi_name.is_null() {
-            String::new()
-        } else {
-            CStr::from_ptr(info.dlpi_name)
-                .to_string_lossy()
-                .into_owned()
-        };
-        if path.is_empty() && objs.is_empty() {
-            path = std::fs::read_link("/proc/self/exe")
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
-        }
-        let mut ranges = Vec::new();
-        let mut readable = Vec::new();
-        let mut build_id = None;
-        for i in 0..info.dlpi_phnum as usize {
-            let ph = &*info.dlpi_phdr.add(i);
-            let lo = bias.wrapping_add(ph.p_vaddr as usize);
-            let hi = lo.wrapping_add(ph.p_memsz as usize);
-            if ph.p_type == libc::PT_LOAD {
-                ranges.push((lo, hi));
-                if ph.p_flags & libc::PF_R != 0 {
-                    readable.push((lo, hi));
-                }
-            } else if ph.p_type == libc::PT_NOTE && build_id.is_none() {
-                build_id = note_build_id(lo, hi);
-            }
-        }
-        objs.push(Obj {
-            path,
-            bias,
-            ranges,
-            readable,
-            build_id,
-        });
-        0
+    // SAFETY: `data` is the `&mut Vec<Obj>` the caller of dl_iterate_phdr
+    // passed (this function's contract), live and not otherwise touched
+    // during the iteration.
+    let objs = unsafe { &mut *(data as *mut Vec<Obj>) };
+    // SAFETY: dl_iterate_phdr passes a valid `dl_phdr_info`, live for this
+    // call.
+    let info = unsafe { &*info };
+    let bias = info.dlpi_addr as usize;
+    let mut path = if info.dlpi_name.is_null() {
+        String::new()
+    } else {
+        // SAFETY: a non-null `dlpi_name` is the loader's NUL-terminated
+        // string, live for this call.
+        unsafe { CStr::from_ptr(info.dlpi_name) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    if path.is_empty() && objs.is_empty() {
+        path = std::fs::read_link("/proc/self/exe")
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
     }
+    let mut ranges = Vec::new();
+    let mut readable = Vec::new();
+    let mut build_id = None;
+    for i in 0..info.dlpi_phnum as usize {
+        // SAFETY: `dlpi_phdr` points to the object's `dlpi_phnum` program
+        // headers, live for this call.
+        let ph = unsafe { &*info.dlpi_phdr.add(i) };
+        let lo = bias.wrapping_add(ph.p_vaddr as usize);
+        let hi = lo.wrapping_add(ph.p_memsz as usize);
+        if ph.p_type == libc::PT_LOAD {
+            ranges.push((lo, hi));
+            if ph.p_flags & libc::PF_R != 0 {
+                readable.push((lo, hi));
+            }
+        } else if ph.p_type == libc::PT_NOTE && build_id.is_none() {
+            build_id = note_build_id(lo, hi);
+        }
+    }
+    objs.push(Obj {
+        path,
+        bias,
+        ranges,
+        readable,
+        build_id,
+    });
+    0
 }
 
 /// Every loaded object.

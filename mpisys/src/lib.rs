@@ -79,7 +79,16 @@ pub mod consts {
     }
     macro_rules! getters {
         ($($f:ident => $s:ident : $t:ty),* $(,)?) => {
-            $( #[inline(always)] pub fn $f() -> $t { unsafe { $s } } )*
+            $(
+                #[inline(always)]
+                pub fn $f() -> $t {
+                    // SAFETY: `src/shim.c` defines each of these as a
+                    // `const` C global of this type, initialized from mpi.h's
+                    // macro when the library is loaded and never written, so
+                    // a read races with nothing.
+                    unsafe { $s }
+                }
+            )*
         };
     }
     getters! {

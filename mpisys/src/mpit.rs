@@ -63,25 +63,27 @@ pub fn eager_cvars(version: &str) -> Vec<&'static str> {
 /// whether threads may be calling at once.
 pub fn eager_limit() -> Option<(&'static str, u64)> {
     let (mut granted, mut provided): (c_int, c_int) = (0, 0);
-    // SAFETY: MPI_T may be initialized any number of times, with a matching
-    // finalize; every out-pointer below is a valid local.
-    unsafe {
-        if PMPI_Query_thread(&mut granted) != 0 {
-            return None;
-        }
-        if PMPI_T_init_thread(granted, &mut provided) != 0 {
-            return None;
-        }
-        let mut found = None;
-        for name in eager_cvars(&library_version()) {
-            if let Some(v) = read_int_cvar(name).filter(|&v| v > 0) {
-                found = Some((name, v as u64));
-                break;
-            }
-        }
-        PMPI_T_finalize();
-        found
+    // SAFETY: MPI_Query_thread only writes the valid out-pointer it is given.
+    if unsafe { PMPI_Query_thread(&mut granted) } != 0 {
+        return None;
     }
+    // SAFETY: MPI_T may be initialized any number of times, each with a
+    // matching finalize (below); `provided` is a valid out-pointer.
+    if unsafe { PMPI_T_init_thread(granted, &mut provided) } != 0 {
+        return None;
+    }
+    let mut found = None;
+    for name in eager_cvars(&library_version()) {
+        // SAFETY: MPI_T was initialized just above and is finalized only
+        // after the loop.
+        if let Some(v) = unsafe { read_int_cvar(name) }.filter(|&v| v > 0) {
+            found = Some((name, v as u64));
+            break;
+        }
+    }
+    // SAFETY: matches the successful MPI_T_init_thread above.
+    unsafe { PMPI_T_finalize() };
+    found
 }
 
 /// An integer control variable not bound to an object, by name.
@@ -91,41 +93,58 @@ pub fn eager_limit() -> Option<(&'static str, u64)> {
 unsafe fn read_int_cvar(name: &str) -> Option<i64> {
     let cname = CString::new(name).ok()?;
     let mut idx: c_int = 0;
-    if PMPI_T_cvar_get_index(cname.as_ptr(), &mut idx) != 0 {
+    // SAFETY: `cname` is a NUL-terminated string alive for the call, `idx`
+    // a valid out-pointer; MPI_T is initialized (the caller's contract).
+    if unsafe { PMPI_T_cvar_get_index(cname.as_ptr(), &mut idx) } != 0 {
         return None;
     }
     let mut nbuf = [0 as std::os::raw::c_char; 256];
     let mut nlen: c_int = nbuf.len() as c_int;
     let (mut verbosity, mut bind, mut scope, mut dlen): (c_int, c_int, c_int, c_int) = (0, 0, 0, 0);
-    let mut dt: MPI_Datatype = std::mem::zeroed();
-    let mut et: MPI_T_enum = std::mem::zeroed();
-    if PMPI_T_cvar_get_info(
-        idx,
-        nbuf.as_mut_ptr(),
-        &mut nlen,
-        &mut verbosity,
-        &mut dt,
-        &mut et,
-        std::ptr::null_mut(),
-        &mut dlen,
-        &mut bind,
-        &mut scope,
-    ) != 0
-    {
+    // SAFETY: both handles are a pointer or an integer (per library), for
+    // which zero bytes are a valid value; the call overwrites them.
+    let (mut dt, mut et): (MPI_Datatype, MPI_T_enum) =
+        unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    // SAFETY: `nbuf` holds `nlen` chars, the most the call writes of the
+    // name; the description is not asked for (null, with `dlen` a valid
+    // out-pointer); every other argument is a valid out-pointer to a local.
+    let rc = unsafe {
+        PMPI_T_cvar_get_info(
+            idx,
+            nbuf.as_mut_ptr(),
+            &mut nlen,
+            &mut verbosity,
+            &mut dt,
+            &mut et,
+            std::ptr::null_mut(),
+            &mut dlen,
+            &mut bind,
+            &mut scope,
+        )
+    };
+    if rc != 0 {
         return None;
     }
     let mut size: c_int = 0;
-    if PMPI_Type_size(dt, &mut size) != 0 || !(size == 4 || size == 8) {
+    // SAFETY: `dt` is the datatype handle the library just returned.
+    if unsafe { PMPI_Type_size(dt, &mut size) } != 0 || !(size == 4 || size == 8) {
         return None;
     }
-    let mut h: MPI_T_cvar_handle = std::mem::zeroed();
+    // SAFETY: the handle is a pointer (or integer), valid when zero; the
+    // call overwrites it.
+    let mut h: MPI_T_cvar_handle = unsafe { std::mem::zeroed() };
     let mut count: c_int = 0;
-    if PMPI_T_cvar_handle_alloc(idx, std::ptr::null_mut(), &mut h, &mut count) != 0 {
+    // SAFETY: a variable bound to no object takes a null object pointer;
+    // `h` and `count` are valid out-pointers.
+    if unsafe { PMPI_T_cvar_handle_alloc(idx, std::ptr::null_mut(), &mut h, &mut count) } != 0 {
         return None;
     }
     let mut buf = [0u8; 16];
-    let ok = count == 1 && PMPI_T_cvar_read(h, buf.as_mut_ptr() as *mut c_void) == 0;
-    PMPI_T_cvar_handle_free(&mut h);
+    // SAFETY: one element of 4 or 8 bytes (checked above) fits the 16-byte
+    // buffer; `h` is the handle just allocated.
+    let ok = count == 1 && unsafe { PMPI_T_cvar_read(h, buf.as_mut_ptr() as *mut c_void) } == 0;
+    // SAFETY: frees the handle allocated above, once.
+    unsafe { PMPI_T_cvar_handle_free(&mut h) };
     if !ok {
         return None;
     }

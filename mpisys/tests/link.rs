@@ -6,6 +6,8 @@ use mpiover_mpisys as ffi;
 fn library_version_names_the_probed_flavor() {
     let mut buf = vec![0u8; ffi::consts::max_library_version_string() as usize + 1];
     let mut len = 0;
+    // SAFETY: `buf` holds MPI_MAX_LIBRARY_VERSION_STRING + 1 bytes, the most
+    // the call writes, and `len` is a live local; no handle is needed.
     let rc = unsafe { ffi::PMPI_Get_library_version(buf.as_mut_ptr() as *mut _, &mut len) };
     assert_eq!(rc, ffi::consts::success());
     let text = String::from_utf8_lossy(&buf[..len as usize]).to_lowercase();

@@ -53,6 +53,8 @@ pub(crate) fn resume_completes_a_killed_run_with_the_same_entries() {
     let kids = descendants(child.id());
     let _ = child.kill();
     for k in kids {
+        // SAFETY: kill(2) reads and writes no memory of this process; `k`
+        // is a descendant of the mpirun this test started.
         unsafe { libc::kill(k as i32, libc::SIGKILL) };
     }
     let _ = child.wait();

@@ -83,36 +83,45 @@ fn on_private_stack(work: extern "C" fn()) {
     // SAFETY: ucontext_t is plain data; all zero is a valid initial value.
     static CTX: Contexts = Contexts(UnsafeCell::new(unsafe { std::mem::zeroed() }));
     const STACK: usize = 256 << 10;
-    // SAFETY: an anonymous private mapping, checked; the contexts are only
-    // touched here (see `Contexts`); `work` returns to `main_ctx` through
-    // uc_link, and the stack is unmapped once it has.
-    unsafe {
-        let stack = libc::mmap(
+    // SAFETY: a new anonymous private mapping aliases nothing; the result is
+    // checked before use.
+    let stack = unsafe {
+        libc::mmap(
             std::ptr::null_mut(),
             STACK,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
             -1,
             0,
-        );
-        let ctx = &mut *CTX.0.get();
-        let [main_ctx, work_ctx] = ctx;
-        if stack == libc::MAP_FAILED || libc::getcontext(work_ctx) != 0 {
-            if stack != libc::MAP_FAILED {
-                libc::munmap(stack, STACK);
-            }
-            work();
-            return;
+        )
+    };
+    // SAFETY: the contexts are touched only here, by the one load-time call
+    // (see `Contexts`), so this is the only reference.
+    let ctx = unsafe { &mut *CTX.0.get() };
+    let [main_ctx, work_ctx] = ctx;
+    // SAFETY: getcontext fills the context it is given, a live static.
+    if stack == libc::MAP_FAILED || unsafe { libc::getcontext(work_ctx) } != 0 {
+        if stack != libc::MAP_FAILED {
+            // SAFETY: unmaps the mapping made above, unused.
+            unsafe { libc::munmap(stack, STACK) };
         }
-        work_ctx.uc_stack.ss_sp = stack;
-        work_ctx.uc_stack.ss_size = STACK;
-        work_ctx.uc_link = main_ctx;
-        libc::makecontext(work_ctx, work, 0);
-        if libc::swapcontext(main_ctx, work_ctx) != 0 {
-            work();
-        }
-        libc::munmap(stack, STACK);
+        work();
+        return;
     }
+    work_ctx.uc_stack.ss_sp = stack;
+    work_ctx.uc_stack.ss_size = STACK;
+    work_ctx.uc_link = main_ctx;
+    // SAFETY: `work_ctx` was filled by getcontext and given a stack of its
+    // own (mapped above) and a successor context, both live until the
+    // swap below returns; `work` takes no arguments, as the 0 says.
+    unsafe { libc::makecontext(work_ctx, work, 0) };
+    // SAFETY: `work_ctx` was prepared just above; `work` returns to
+    // `main_ctx` through uc_link, which this swap saved.
+    if unsafe { libc::swapcontext(main_ctx, work_ctx) } != 0 {
+        work();
+    }
+    // SAFETY: `work` has returned, so nothing runs on the stack any more.
+    unsafe { libc::munmap(stack, STACK) };
 }
 
 /// Called on entry of `MPI_Init*`, before the library's: an MPI library
@@ -142,6 +151,11 @@ fn other_family_loaded() -> bool {
     if !unsafe { libc::dlsym(libc::RTLD_DEFAULT, marker.as_ptr()) }.is_null() {
         return true;
     }
+    /// The `dl_iterate_phdr` callback: every loaded object's name.
+    ///
+    /// # Safety
+    /// Called by `dl_iterate_phdr` only, with `data` the `Vec<CString>`
+    /// passed to it below.
     unsafe extern "C" fn collect(
         info: *mut libc::dl_phdr_info,
         _size: usize,

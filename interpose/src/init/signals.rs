@@ -38,64 +38,80 @@ pub(crate) const ALT_STACK_BYTES: usize = 4 << 20;
 /// run until the process ends). Other threads keep the kernel's default; an
 /// application that installs its own alternate stack later replaces ours.
 pub(crate) fn install_alt_stack() {
-    // SAFETY: sigaltstack and mmap with valid pointers; the mapping is
-    // private to this call and handed to the kernel only when it succeeded.
-    unsafe {
-        let mut cur: libc::stack_t = std::mem::zeroed();
-        if libc::sigaltstack(std::ptr::null(), &mut cur) != 0
-            || cur.ss_flags & libc::SS_DISABLE == 0
-        {
-            return;
-        }
-        let page = 4096;
-        let base = libc::mmap(
+    // SAFETY: stack_t is a pointer and integers, valid all zero.
+    let mut cur: libc::stack_t = unsafe { std::mem::zeroed() };
+    // SAFETY: with a null new stack sigaltstack only writes the current one
+    // into `cur`, a live local.
+    if unsafe { libc::sigaltstack(std::ptr::null(), &mut cur) } != 0
+        || cur.ss_flags & libc::SS_DISABLE == 0
+    {
+        return;
+    }
+    let page = 4096;
+    // SAFETY: a new anonymous private mapping aliases nothing; the result is
+    // checked before use.
+    let base = unsafe {
+        libc::mmap(
             std::ptr::null_mut(),
             ALT_STACK_BYTES + page,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
             -1,
             0,
-        );
-        if base == libc::MAP_FAILED {
-            return;
-        }
-        // Guard page below the stack: an overflow of the handler itself faults
-        // cleanly instead of writing into whatever lies below.
-        libc::mprotect(base, page, libc::PROT_NONE);
-        let ss = libc::stack_t {
-            ss_sp: (base as *mut u8).add(page) as *mut libc::c_void,
-            ss_flags: 0,
-            ss_size: ALT_STACK_BYTES,
-        };
-        if libc::sigaltstack(&ss, std::ptr::null_mut()) != 0 {
-            libc::munmap(base, ALT_STACK_BYTES + page);
-        }
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return;
+    }
+    // Guard page below the stack: an overflow of the handler itself faults
+    // cleanly instead of writing into whatever lies below.
+    // SAFETY: the first page of the mapping made above, which nothing uses.
+    unsafe { libc::mprotect(base, page, libc::PROT_NONE) };
+    let ss = libc::stack_t {
+        ss_sp: base.wrapping_byte_add(page),
+        ss_flags: 0,
+        ss_size: ALT_STACK_BYTES,
+    };
+    // SAFETY: `ss` describes the mapping above the guard page, ours and
+    // never freed once the kernel has it; on failure it is unmapped unused.
+    if unsafe { libc::sigaltstack(&ss, std::ptr::null_mut()) } != 0 {
+        // SAFETY: see above.
+        unsafe { libc::munmap(base, ALT_STACK_BYTES + page) };
     }
 }
 
 pub(crate) fn install_exit_handlers() {
     install_alt_stack();
-    // SAFETY: plain libc calls with valid pointers.
-    unsafe {
-        libc::atexit(at_exit);
-        let old = &mut *OLD.0.get();
-        for (i, (sig, _)) in SIGNALS.iter().enumerate() {
-            let mut cur: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(*sig, std::ptr::null(), &mut cur) != 0 {
-                continue;
-            }
-            if cur.sa_sigaction == libc::SIG_IGN {
-                continue; // an ignored signal does not end the process
-            }
-            old[i] = cur;
+    // SAFETY: `at_exit` is an `extern "C" fn()` of this library, which is
+    // never unloaded.
+    unsafe { libc::atexit(at_exit) };
+    // SAFETY: OLD is written only here, once, at initialization and before
+    // any handler that reads it is installed (below).
+    let old = unsafe { &mut *OLD.0.get() };
+    for (i, (sig, _)) in SIGNALS.iter().enumerate() {
+        // SAFETY: sigaction is integers, a set and a function address, valid
+        // all zero (SIG_DFL).
+        let mut cur: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: a null new action only reads the current one into `cur`.
+        if unsafe { libc::sigaction(*sig, std::ptr::null(), &mut cur) } != 0 {
+            continue;
         }
-        for (i, (sig, _)) in SIGNALS.iter().enumerate() {
-            if old[i].sa_sigaction == libc::SIG_IGN {
-                continue;
-            }
-            let mut act: libc::sigaction = std::mem::zeroed();
-            act.sa_sigaction = on_signal as *const () as usize;
-            act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        if cur.sa_sigaction == libc::SIG_IGN {
+            continue; // an ignored signal does not end the process
+        }
+        old[i] = cur;
+    }
+    for (i, (sig, _)) in SIGNALS.iter().enumerate() {
+        if old[i].sa_sigaction == libc::SIG_IGN {
+            continue;
+        }
+        // SAFETY: as above, all zero is SIG_DFL.
+        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+        act.sa_sigaction = on_signal as *const () as usize;
+        act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        // SAFETY: `act` is a live local; `on_signal` has the SA_SIGINFO
+        // signature and lives as long as the process (the library stays).
+        unsafe {
             libc::sigemptyset(&mut act.sa_mask);
             libc::sigaction(*sig, &act, std::ptr::null_mut());
         }
@@ -231,14 +247,20 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
             }
         }
     }
-    // SAFETY: restoring and chaining to the previous disposition.
-    unsafe {
-        libc::sigaction(sig, &old, std::ptr::null_mut());
-        if old.sa_sigaction == libc::SIG_DFL {
-            // Blocked while we run; delivered with the default action on return.
-            libc::raise(sig);
-        } else if old.sa_sigaction != libc::SIG_IGN {
-            disarm_watchdog();
+    // SAFETY: `old` is the disposition the process had before the tool, a
+    // valid sigaction the kernel gave us.
+    unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+    if old.sa_sigaction == libc::SIG_DFL {
+        // Blocked while we run; delivered with the default action on return.
+        // SAFETY: raise takes no pointer.
+        unsafe { libc::raise(sig) };
+    } else if old.sa_sigaction != libc::SIG_IGN {
+        disarm_watchdog();
+        // SAFETY: neither SIG_DFL nor SIG_IGN, so `sa_sigaction` is the
+        // handler the program installed, of the signature its SA_SIGINFO
+        // flag says; it is called as the kernel would have, with the
+        // kernel's `info` and `ctx`.
+        unsafe {
             if old.sa_flags & libc::SA_SIGINFO != 0 {
                 let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut libc::c_void) =
                     std::mem::transmute(old.sa_sigaction);

@@ -36,6 +36,7 @@
 
 pub mod layout;
 pub mod linetable;
+mod read;
 mod start;
 
 use std::collections::HashMap;
@@ -43,6 +44,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use std::sync::{Mutex, OnceLock};
 
 use layout::Layout;
+use read::{fingerprint, rd, rd_ptr, read_bytes, read_str};
 #[cfg(test)]
 use start::mpi4py_modules;
 pub use start::{disable, init, interpreter, parse_version};
@@ -124,131 +126,6 @@ pub enum Fail {
     Unreadable,
     /// The table of sites is full.
     Full,
-}
-
-// ---------------------------------------------------------------------------
-// Reading the interpreter's memory
-// ---------------------------------------------------------------------------
-
-/// Reads a `T` at `addr`.
-///
-/// # Safety
-/// `addr` lies in a live object of the interpreter of at least
-/// `addr + size_of::<T>()` bytes.
-#[inline(always)]
-unsafe fn rd<T: Copy>(addr: usize) -> T {
-    // SAFETY: this function's contract.
-    unsafe { std::ptr::read_unaligned(addr as *const T) }
-}
-
-/// A pointer read at `addr` that must be non-null and 8-aligned.
-///
-/// # Safety
-/// As [`rd`].
-#[inline(always)]
-unsafe fn rd_ptr(addr: usize) -> Result<usize, Fail> {
-    // SAFETY: this function's contract.
-    let p: usize = unsafe { rd(addr) };
-    if p == 0 || p & 7 != 0 {
-        Err(Fail::Unreadable)
-    } else {
-        Ok(p)
-    }
-}
-
-/// What identifies a code object beyond its address.
-///
-/// # Safety
-/// `code` is a live code object.
-#[inline(always)]
-unsafe fn fingerprint(l: &Layout, code: usize) -> u64 {
-    // SAFETY: fields of a live code object (this function's contract).
-    let (f, q, t, first) = unsafe {
-        (
-            rd::<usize>(code + l.code_filename) as u64,
-            rd::<usize>(code + l.code_qualname) as u64,
-            rd::<usize>(code + l.code_linetable) as u64,
-            rd::<i32>(code + l.code_firstlineno) as u64,
-        )
-    };
-    f ^ q.rotate_left(21) ^ t.rotate_left(42) ^ first.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-}
-
-/// The text of a `str` object.
-///
-/// # Safety
-/// `p` is null or a live object (its type is checked).
-unsafe fn read_str(it: &Interp, p: usize) -> Option<String> {
-    let l = it.layout;
-    if p == 0 || p & 7 != 0 {
-        return None;
-    }
-    // SAFETY: `p` is a live object; its fields are read after its type was
-    // checked to be `str`, whose characters are immutable.
-    unsafe {
-        if rd::<usize>(p + l.ob_type) != it.str_type {
-            return None;
-        }
-        let len: isize = rd(p + l.str_length);
-        if !(0..=1 << 16).contains(&len) {
-            return None;
-        }
-        let len = len as usize;
-        let state: u32 = rd(p + l.str_state);
-        let kind = (state & l.state_kind_mask) >> l.state_kind_mask.trailing_zeros();
-        let data = if state & l.state_compact_mask != 0 {
-            if state & l.state_ascii_mask != 0 {
-                p + l.ascii_data
-            } else {
-                p + l.compact_data
-            }
-        } else {
-            rd::<usize>(p + l.legacy_data)
-        };
-        if data == 0 {
-            return None;
-        }
-        let chars: Vec<u32> = match kind {
-            1 => std::slice::from_raw_parts(data as *const u8, len)
-                .iter()
-                .map(|&c| c as u32)
-                .collect(),
-            2 if data & 1 == 0 => std::slice::from_raw_parts(data as *const u16, len)
-                .iter()
-                .map(|&c| c as u32)
-                .collect(),
-            4 if data & 3 == 0 => std::slice::from_raw_parts(data as *const u32, len).to_vec(),
-            _ => return None,
-        };
-        Some(
-            chars
-                .into_iter()
-                .map(|c| char::from_u32(c).unwrap_or('\u{fffd}'))
-                .collect(),
-        )
-    }
-}
-
-/// The contents of a `bytes` object.
-///
-/// # Safety
-/// `p` is null or a live object (its type is checked).
-unsafe fn read_bytes(it: &Interp, p: usize) -> Option<Vec<u8>> {
-    let l = it.layout;
-    if p == 0 || p & 7 != 0 {
-        return None;
-    }
-    // SAFETY: as `read_str`: a live `bytes` object, immutable.
-    unsafe {
-        if rd::<usize>(p + l.ob_type) != it.bytes_type {
-            return None;
-        }
-        let len: isize = rd(p + l.ob_size);
-        if !(0..=1 << 24).contains(&len) {
-            return None;
-        }
-        Some(std::slice::from_raw_parts((p + l.bytes_sval) as *const u8, len as usize).to_vec())
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -450,55 +327,68 @@ fn walk(it: &Interp, cache: &mut Option<Box<Cache>>, ra: usize, depth: u32) -> R
         return Err(Fail::NoFrame);
     }
     let c = cache.get_or_insert_with(|| Box::new(Cache::new()));
-    // SAFETY: `tstate` is this thread's live thread state; its `cframe` is
-    // the root frame record in it or one on this thread's stack below us
-    // (an evaluation loop that called into C), and the interpreter frames
-    // chained from it belong to this thread, which is here, inside MPI:
-    // none is pushed or popped meanwhile, and each holds its code object.
-    unsafe {
-        let cframe = rd_ptr(tstate + l.ts_cframe)?;
-        let mut f: usize = rd(cframe + l.cframe_current_frame);
-        let mut found: Option<(usize, u32, u64)> = None;
-        let mut n = 0u32;
-        for _ in 0..MAX_FRAMES {
-            if f == 0 {
-                break;
-            }
-            if f & 7 != 0 {
-                return Err(Fail::Unreadable);
-            }
-            let code = rd_ptr(f + l.frame_code)?;
-            if rd::<usize>(code + l.ob_type) != it.code_type {
-                return Err(Fail::Unreadable);
-            }
-            let prev: usize = rd(f + l.frame_prev_instr);
-            let start = code + l.code_adaptive;
-            let first: i32 = rd(code + l.code_firsttraceable);
-            let owner: u8 = rd(f + l.frame_owner);
-            let rel = (prev as isize).wrapping_sub(start as isize);
-            // A frame pushed but not started yet has no line of its own.
-            let incomplete =
-                owner != l.owner_generator && rel < first as isize * l.code_unit as isize;
-            if !incomplete {
-                let units: isize = rd(code + l.ob_size);
-                let off = rel / l.code_unit as isize;
-                if rel < 0 || off >= units {
-                    return Err(Fail::Unreadable);
-                }
-                let fp = fingerprint(l, code);
-                if !c.skipped(it, code, fp)? {
-                    n += 1;
-                    found = Some((code, off as u32, fp));
-                    if n >= depth {
-                        break;
-                    }
-                }
-            }
-            f = rd(f + l.frame_previous);
+    // Why the reads below are sound: `tstate` is this thread's live thread
+    // state; its `cframe` is the root frame record in it or one on this
+    // thread's stack below us (an evaluation loop that called into C), and
+    // the interpreter frames chained from it belong to this thread, which is
+    // here, inside MPI: none is pushed or popped meanwhile, and each holds
+    // its code object.
+    // SAFETY: a field of this thread's live thread state (see above).
+    let cframe = unsafe { rd_ptr(tstate + l.ts_cframe) }?;
+    // SAFETY: `cframe` is a live frame record of this thread (see above).
+    let mut f: usize = unsafe { rd(cframe + l.cframe_current_frame) };
+    let mut found: Option<(usize, u32, u64)> = None;
+    let mut n = 0u32;
+    for _ in 0..MAX_FRAMES {
+        if f == 0 {
+            break;
         }
-        let (code, off, fp) = found.ok_or(Fail::NoFrame)?;
-        c.site(it, ra, code, off, fp)
+        if f & 7 != 0 {
+            return Err(Fail::Unreadable);
+        }
+        // SAFETY: `f` is a live frame of this thread (see above).
+        let code = unsafe { rd_ptr(f + l.frame_code) }?;
+        // SAFETY: a live frame holds a live object as its code (see above).
+        if unsafe { rd::<usize>(code + l.ob_type) } != it.code_type {
+            return Err(Fail::Unreadable);
+        }
+        // SAFETY: fields of the live frame `f` and of its code object.
+        let (prev, first, owner): (usize, i32, u8) = unsafe {
+            (
+                rd(f + l.frame_prev_instr),
+                rd(code + l.code_firsttraceable),
+                rd(f + l.frame_owner),
+            )
+        };
+        let start = code + l.code_adaptive;
+        let rel = (prev as isize).wrapping_sub(start as isize);
+        // A frame pushed but not started yet has no line of its own.
+        let incomplete = owner != l.owner_generator && rel < first as isize * l.code_unit as isize;
+        if !incomplete {
+            // SAFETY: `code` is a live code object (type checked above).
+            let units: isize = unsafe { rd(code + l.ob_size) };
+            let off = rel / l.code_unit as isize;
+            if rel < 0 || off >= units {
+                return Err(Fail::Unreadable);
+            }
+            // SAFETY: as above.
+            let fp = unsafe { fingerprint(l, code) };
+            // SAFETY: as above.
+            if !unsafe { c.skipped(it, code, fp) }? {
+                n += 1;
+                found = Some((code, off as u32, fp));
+                if n >= depth {
+                    break;
+                }
+            }
+        }
+        // SAFETY: `f` is a live frame of this thread (see above).
+        f = unsafe { rd(f + l.frame_previous) };
     }
+    let (code, off, fp) = found.ok_or(Fail::NoFrame)?;
+    // SAFETY: `code` is the live code object of a frame of this thread and
+    // `off` an instruction within it (checked against its size above).
+    unsafe { c.site(it, ra, code, off, fp) }
 }
 
 /// A resolved Python site, for the record.

@@ -61,24 +61,23 @@ impl Guard {
     /// # Safety
     /// `st` points to at least `n` Fortran statuses.
     pub unsafe fn fstatuses_c(&mut self, n: i32, st: *const crate::fort::Fint) -> *mut MPI_Status {
-        // SAFETY: the arrays are the caller's arguments of one MPI call, which the standard requires to hold `n` elements each (this function's contract).
-        unsafe {
-            let ts = self.ts();
-            let n = n.max(1) as usize;
-            if ts.statuses.len() < n {
-                // SAFETY: MPI_Status is plain old data.
-                ts.statuses.resize(n, std::mem::zeroed());
-            }
-            if !st.is_null() {
-                for i in 0..n {
-                    PMPI_Status_f2c(
-                        st.add(i * crate::fort::STATUS_INTS),
-                        ts.statuses.as_mut_ptr().add(i),
-                    );
-                }
-            }
-            ts.statuses.as_mut_ptr()
+        let ts = self.ts();
+        let n = n.max(1) as usize;
+        if ts.statuses.len() < n {
+            // SAFETY: MPI_Status is plain integers, for which zero bytes are a
+            // valid value.
+            ts.statuses.resize(n, unsafe { std::mem::zeroed() });
         }
+        if !st.is_null() {
+            let out = ts.statuses.as_mut_ptr();
+            for i in 0..n {
+                // SAFETY: `st` holds at least `n` Fortran statuses of
+                // STATUS_INTS integers each (this function's contract), and
+                // `ts.statuses` at least `n` C statuses (resized above).
+                unsafe { PMPI_Status_f2c(st.add(i * crate::fort::STATUS_INTS), out.add(i)) };
+            }
+        }
+        ts.statuses.as_mut_ptr()
     }
 
     /// A completed request's Fortran index (from 1) as a C index (from 0).
@@ -94,29 +93,29 @@ impl Guard {
         ix: *const crate::fort::Fint,
         reqs: *const crate::fort::Fint,
     ) -> core::ffi::c_int {
-        // SAFETY: the arrays are the caller's arguments of one MPI call, which the standard requires to hold `n` elements each (this function's contract).
-        unsafe {
-            let v = crate::fort::int(ix);
-            if v == consts::undefined() {
-                return v;
-            }
-            let snap = &self.ts().snap;
-            let freed = |k: i32| {
-                k >= 0
-                    && (k as usize) < snap.len()
-                    && snap[k as usize] != 0
-                    && !reqs.is_null()
-                    && crate::fort::req_bits(reqs.add(k as usize)) == 0
-            };
-            if freed(v - 1) {
-                v - 1
-            } else if freed(v) {
-                v
-            } else if v >= 1 {
-                v - 1
-            } else {
-                consts::undefined()
-            }
+        // SAFETY: `ix` is null or points to an index (this function's contract).
+        let v = unsafe { crate::fort::int(ix) };
+        if v == consts::undefined() {
+            return v;
+        }
+        let snap = &self.ts().snap;
+        let freed = |k: i32| {
+            k >= 0
+                && (k as usize) < snap.len()
+                && snap[k as usize] != 0
+                && !reqs.is_null()
+                // SAFETY: `reqs` holds the snapped requests (this function's
+// contract), as many as `snap`, and `k` is below that.
+&& unsafe { crate::fort::req_bits(reqs.add(k as usize)) } == 0
+        };
+        if freed(v - 1) {
+            v - 1
+        } else if freed(v) {
+            v
+        } else if v >= 1 {
+            v - 1
+        } else {
+            consts::undefined()
         }
     }
 
@@ -131,24 +130,23 @@ impl Guard {
         n: i32,
         reqs: *const crate::fort::Fint,
     ) -> *mut core::ffi::c_int {
-        // SAFETY: the arrays are the caller's arguments of one MPI call, which the standard requires to hold `n` elements each (this function's contract).
-        unsafe {
-            // Fill the thread's reusable buffer directly (taken out while
-            // `findex` borrows self): no allocation per call once it has grown.
-            let mut buf = core::mem::take(&mut self.ts().findices);
-            buf.clear();
-            if !ix.is_null() && n > 0 && n != consts::undefined() {
-                for i in 0..n as usize {
-                    buf.push(self.findex(ix.add(i), reqs));
-                }
+        // Fill the thread's reusable buffer directly (taken out while
+        // `findex` borrows self): no allocation per call once it has grown.
+        let mut buf = core::mem::take(&mut self.ts().findices);
+        buf.clear();
+        if !ix.is_null() && n > 0 && n != consts::undefined() {
+            for i in 0..n as usize {
+                // SAFETY: `ix` holds at least `n` indices and `reqs` the snapped
+                // requests (this function's contract).
+                buf.push(unsafe { self.findex(ix.add(i), reqs) });
             }
-            if buf.is_empty() {
-                buf.push(0);
-            }
-            let ts = self.ts();
-            ts.findices = buf;
-            ts.findices.as_mut_ptr()
         }
+        if buf.is_empty() {
+            buf.push(0);
+        }
+        let ts = self.ts();
+        ts.findices = buf;
+        ts.findices.as_mut_ptr()
     }
 
     /// `wbytes` with Fortran datatypes.

@@ -133,45 +133,56 @@ impl CommCache {
             slot: 0,
         };
         let mut world: Vec<i32> = Vec::new();
-        // SAFETY: PMPI calls on a communicator the just-successful call used.
+        let (mut inter, mut size, mut rank) = (0i32, 0i32, -1i32);
+        // SAFETY: `comm` is a communicator the wrapped call just used
+        // successfully, so a live one; the out-pointers are locals.
         unsafe {
-            let (mut inter, mut size, mut rank) = (0i32, 0i32, -1i32);
             PMPI_Comm_test_inter(comm, &mut inter);
             PMPI_Comm_size(comm, &mut size);
             PMPI_Comm_rank(comm, &mut rank);
-            info.inter = inter != 0;
-            info.size = size.max(0) as u32;
-            info.rank = rank;
-            let mut rsize = size;
-            let mut group: MaybeUninit<MPI_Group> = MaybeUninit::uninit();
-            let ok = if info.inter {
+        }
+        info.inter = inter != 0;
+        info.size = size.max(0) as u32;
+        info.rank = rank;
+        let mut rsize = size;
+        let mut group: MaybeUninit<MPI_Group> = MaybeUninit::uninit();
+        // SAFETY: as above; `group` is only read once a call returned success
+        // (having written it).
+        let ok = unsafe {
+            if info.inter {
                 PMPI_Comm_remote_size(comm, &mut rsize);
                 PMPI_Comm_remote_group(comm, group.as_mut_ptr())
             } else {
                 PMPI_Comm_group(comm, group.as_mut_ptr())
-            };
-            info.rsize = rsize.max(0) as u32;
-            if ok == 0 && rsize > 0 {
-                let mut group = group.assume_init();
-                let ranks: Vec<i32> = (0..rsize).collect();
-                world = vec![NONE_PEER; rsize as usize];
-                if PMPI_Group_translate_ranks(
+            }
+        };
+        info.rsize = rsize.max(0) as u32;
+        if ok == 0 && rsize > 0 {
+            // SAFETY: the group call succeeded, so it wrote `group`.
+            let mut group = unsafe { group.assume_init() };
+            let ranks: Vec<i32> = (0..rsize).collect();
+            world = vec![NONE_PEER; rsize as usize];
+            // SAFETY: `ranks` and `world` hold `rsize` ranks each, the group's
+            // size; both groups are live (the world's is kept for the run).
+            let rc = unsafe {
+                PMPI_Group_translate_ranks(
                     group,
                     rsize,
                     ranks.as_ptr(),
                     world_group(),
                     world.as_mut_ptr(),
-                ) != 0
-                {
-                    world.clear();
-                }
-                for w in world.iter_mut() {
-                    if *w < 0 {
-                        *w = NONE_PEER;
-                    }
-                }
-                PMPI_Group_free(&mut group);
+                )
+            };
+            if rc != 0 {
+                world.clear();
             }
+            for w in world.iter_mut() {
+                if *w < 0 {
+                    *w = NONE_PEER;
+                }
+            }
+            // SAFETY: frees the group made above, once.
+            unsafe { PMPI_Group_free(&mut group) };
         }
         let entry = CommEntry {
             handle: comm.bits(),
@@ -239,22 +250,28 @@ impl CommCache {
             return d;
         }
         let (mut indeg, mut outdeg) = (0i32, 0i32);
-        // SAFETY: PMPI calls on a valid topology communicator.
-        unsafe {
-            let mut topo = 0i32;
-            PMPI_Topo_test(comm, &mut topo);
-            if topo == consts::dist_graph() {
-                let mut weighted = 0;
-                PMPI_Dist_graph_neighbors_count(comm, &mut indeg, &mut outdeg, &mut weighted);
-            } else if topo == consts::graph() {
-                PMPI_Graph_neighbors_count(comm, info.rank, &mut indeg);
-                outdeg = indeg;
-            } else if topo == consts::cart() {
-                let mut nd = 0;
-                PMPI_Cartdim_get(comm, &mut nd);
-                indeg = 2 * nd;
-                outdeg = indeg;
-            }
+        let mut topo = 0i32;
+        // SAFETY: `comm` is the live communicator of the wrapped call; `topo`
+        // a local.
+        unsafe { PMPI_Topo_test(comm, &mut topo) };
+        if topo == consts::dist_graph() {
+            let mut weighted = 0;
+            // SAFETY: `comm` has a distributed graph topology (just asked); the
+            // out-pointers are locals.
+            unsafe {
+                PMPI_Dist_graph_neighbors_count(comm, &mut indeg, &mut outdeg, &mut weighted)
+            };
+        } else if topo == consts::graph() {
+            // SAFETY: `comm` has a graph topology (just asked) and `info.rank` is
+            // this process's rank in it; `indeg` is a local.
+            unsafe { PMPI_Graph_neighbors_count(comm, info.rank, &mut indeg) };
+            outdeg = indeg;
+        } else if topo == consts::cart() {
+            let mut nd = 0;
+            // SAFETY: `comm` has a Cartesian topology (just asked); `nd` is a local.
+            unsafe { PMPI_Cartdim_get(comm, &mut nd) };
+            indeg = 2 * nd;
+            outdeg = indeg;
         }
         let d = (indeg.max(0) as u32, outdeg.max(0) as u32);
         if let Some(e) = self.entries.get_mut(info.slot as usize) {

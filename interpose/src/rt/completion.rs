@@ -119,60 +119,62 @@ impl Guard {
     /// # Safety
     /// `st` is null or points to a status MPI filled.
     pub unsafe fn complete(&mut self, ev: &mut Ev, req: usize, st: *const MPI_Status) {
-        // SAFETY: `st` points at a status MPI filled, or at the tool's own slot (this function's contract).
-        unsafe {
-            if req == 0 || req == consts::request_null().bits() {
-                return;
-            }
-            let ts = self.ts();
-            let m = &mut ts.reqs;
-            let Some(i) = m.find(req) else {
-                if ts.null_next != 0 && ts.null_reqs.contains(&req) {
-                    return;
-                }
-                ts.unmatched += 1;
-                ev.completes = if ev.n_done == 0 { NONE_FN } else { MIXED_FN };
-                ev.n_done += 1;
-                return;
-            };
-            let Some(s) = m.slots.get_mut(i) else { return };
-            let r = *s;
-            if r.persistent {
-                if !r.active {
-                    return;
-                }
-                s.active = false;
-                s.cancel = false;
-            } else {
-                m.remove_at(i);
-            }
-            if r.proc_null {
-                return;
-            }
-            if r.agg != usize::MAX {
-                ts.done.push((r.agg, r.init_ra, r.fid));
-            }
-            let (mut bytes, mut peer) = (r.bytes, r.peer);
-            if r.cancel && !st.is_null() {
-                let mut flag: core::ffi::c_int = 0;
-                if PMPI_Test_cancelled(st, &mut flag) == 0 && flag != 0 {
-                    merge_done(ev, &r, 0, NONE_PEER);
-                    return;
-                }
-            }
-            if r.recv && !st.is_null() {
-                if let Some(b) = status_bytes(st) {
-                    bytes = b;
-                }
-                if peer == NONE_PEER {
-                    // Posted with MPI_ANY_SOURCE: the status says who, as a rank
-                    // of the posting communicator (translated without calling MPI:
-                    // the communicator may be gone by now).
-                    peer = ts.comms.translate_cached(r.comm, status_source(st));
-                }
-            }
-            merge_done(ev, &r, bytes, peer);
+        if req == 0 || req == consts::request_null().bits() {
+            return;
         }
+        let ts = self.ts();
+        let m = &mut ts.reqs;
+        let Some(i) = m.find(req) else {
+            if ts.null_next != 0 && ts.null_reqs.contains(&req) {
+                return;
+            }
+            ts.unmatched += 1;
+            ev.completes = if ev.n_done == 0 { NONE_FN } else { MIXED_FN };
+            ev.n_done += 1;
+            return;
+        };
+        let Some(s) = m.slots.get_mut(i) else { return };
+        let r = *s;
+        if r.persistent {
+            if !r.active {
+                return;
+            }
+            s.active = false;
+            s.cancel = false;
+        } else {
+            m.remove_at(i);
+        }
+        if r.proc_null {
+            return;
+        }
+        if r.agg != usize::MAX {
+            ts.done.push((r.agg, r.init_ra, r.fid));
+        }
+        let (mut bytes, mut peer) = (r.bytes, r.peer);
+        if r.cancel && !st.is_null() {
+            let mut flag: core::ffi::c_int = 0;
+            // SAFETY: `st` is non-null, so a status MPI filled (this function's
+            // contract); `flag` is a live local.
+            if unsafe { PMPI_Test_cancelled(st, &mut flag) } == 0 && flag != 0 {
+                merge_done(ev, &r, 0, NONE_PEER);
+                return;
+            }
+        }
+        if r.recv && !st.is_null() {
+            // SAFETY: `st` is non-null, so a status MPI filled (as above).
+            if let Some(b) = unsafe { status_bytes(st) } {
+                bytes = b;
+            }
+            if peer == NONE_PEER {
+                // Posted with MPI_ANY_SOURCE: the status says who, as a rank
+                // of the posting communicator (translated without calling MPI:
+                // the communicator may be gone by now).
+                // SAFETY: as above.
+                let source = unsafe { status_source(st) };
+                peer = ts.comms.translate_cached(r.comm, source);
+            }
+        }
+        merge_done(ev, &r, bytes, peer);
     }
 }
 

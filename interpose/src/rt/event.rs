@@ -124,23 +124,24 @@ pub unsafe fn status_source(st: *const MPI_Status) -> i32 {
 /// `st` is null or points to a status MPI filled.
 #[inline(always)]
 pub unsafe fn status_bytes(st: *const MPI_Status) -> Option<u64> {
-    // SAFETY: `st` points at a status MPI filled, or at the tool's own slot (this function's contract).
-    unsafe {
-        if st.is_null() {
-            return None;
-        }
-        #[cfg(mpi_flavor = "openmpi")]
-        {
-            Some((*st)._ucount as u64)
-        }
-        #[cfg(not(mpi_flavor = "openmpi"))]
-        {
-            let mut c: MPI_Count = 0;
-            if PMPI_Get_elements_x(st, consts::byte(), &mut c) == 0 && c >= 0 {
-                Some(c as u64)
-            } else {
-                None
-            }
+    if st.is_null() {
+        return None;
+    }
+    #[cfg(mpi_flavor = "openmpi")]
+    {
+        // SAFETY: `st` is non-null, so a status MPI filled (this function's
+        // contract); Open MPI keeps the received byte count in `_ucount`.
+        Some(unsafe { (*st)._ucount } as u64)
+    }
+    #[cfg(not(mpi_flavor = "openmpi"))]
+    {
+        let mut c: MPI_Count = 0;
+        // SAFETY: `st` is non-null, so a status MPI filled (this function's
+        // contract); MPI_BYTE is the library's handle, `c` a live local.
+        if unsafe { PMPI_Get_elements_x(st, consts::byte(), &mut c) } == 0 && c >= 0 {
+            Some(c as u64)
+        } else {
+            None
         }
     }
 }
