@@ -167,7 +167,7 @@ fn joblog_by_default_above_the_threshold_and_per_rank_records_up_to_it() {
         let run = dir.join(format!("above_{above}"));
         let out = Job::new(4, "late_sender", &["3", "5"], &dir)
             .profiled(&run)
-            .env("MPIOVER_LOG_ABOVE", &above.to_string())
+            .env("MPIOVER_LOG_ABOVE", above.to_string())
             .run();
         out.assert_success();
         let want: Vec<String> = if expect_log {
@@ -175,7 +175,12 @@ fn joblog_by_default_above_the_threshold_and_per_rank_records_up_to_it() {
         } else {
             (0..4).map(|r| format!("rank-{r:06}.json")).collect()
         };
-        assert_eq!(names(&run), want, "MPIOVER_LOG_ABOVE={above}\n{}", out.dump());
+        assert_eq!(
+            names(&run),
+            want,
+            "MPIOVER_LOG_ABOVE={above}\n{}",
+            out.dump()
+        );
         let (code, json, err) = report(&run);
         assert_eq!(code, Some(0), "{err}");
         let rep: Value = serde_json::from_str(&json).expect("report JSON");
