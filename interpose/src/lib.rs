@@ -31,8 +31,9 @@ pub mod names {
     #![allow(non_upper_case_globals)]
     include!(concat!(env!("OUT_DIR"), "/names.rs"));
 }
-pub mod profile_hook;
+pub mod overhead;
 pub mod py;
+pub mod run;
 #[macro_use]
 pub mod rt;
 pub mod merge;
