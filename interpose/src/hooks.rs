@@ -80,7 +80,7 @@ pub fn finalize_with<R>(fin: impl FnOnce() -> R) -> R {
     crate::init::ask_eager_limit();
     // A job log is merged over MPI, so before the library finalizes (the
     // record then holds no time of MPI_Finalize itself).
-    if crate::init::format() != crate::opt::Format::PerRank {
+    if crate::run::format() != crate::opt::Format::PerRank {
         crate::write::write_record("finalize", crate::write::When::Merge);
     }
     let r = match rt::enter() {

@@ -15,8 +15,20 @@
 //! - [`sites`]: call-site resolution (file:line, module, build-id, offset).
 //! - [`py`]: Python sites (the Python line of an MPI call made through mpi4py).
 //!
+//! - [`overhead`]: online overhead against a calibrated profile (tmax per key).
 //! - [`heap`]: the tool's own heap, apart from the program's `malloc`.
 //! - [`opt`]: the `MPIOVER_*` variables it reads, parsed once into one typed struct.
+//! - [`run`]: the run's facts fixed at init ([`run::INFO`]), read by every layer.
+//!
+//! Layers, each naming only those below it (the order is being completed:
+//! `init` still reaches `write` for its exit and signal handlers, `rt` the
+//! Fortran conversions of [`fort`], and [`py`] / [`sites`] each other):
+//!
+//! 1. entry points: [`wrappers`], [`hooks`], [`fort`]'s hand-written ones;
+//! 2. start-up: [`init`] (options, run directory, cost, handlers);
+//! 3. shutdown: [`write`](mod@write), [`merge`], [`sites`], [`tail_call`];
+//! 4. hot path: [`rt`] (guard, table, site), [`py`], [`overhead`];
+//! 5. shared: [`run`], [`opt`], [`heap`], `names`, `timer`.
 //!
 //! Environment: the table "Environment variables" of the top-level
 //! `README.md`; [`opt`] reads them through `mpiover_common::settings`.
@@ -31,8 +43,9 @@ pub mod names {
     #![allow(non_upper_case_globals)]
     include!(concat!(env!("OUT_DIR"), "/names.rs"));
 }
-pub mod profile_hook;
+pub mod overhead;
 pub mod py;
+pub mod run;
 #[macro_use]
 pub mod rt;
 pub mod merge;

@@ -21,7 +21,7 @@ use mpiover_common::record::Record;
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
-use crate::init::RunInfo;
+use crate::run::RunInfo;
 
 const TAG: c_int = 0x6d70;
 const HEAD: usize = 16;
@@ -114,7 +114,7 @@ pub fn into_job_log(
     info: &RunInfo,
     dir: &Path,
     rec: &mut Record,
-    addrs: &[usize],
+    addrs: &[crate::rt::SiteRef],
     resolve_rest: &mut dyn FnMut(&mut Record, &[bool]),
 ) -> bool {
     let t0 = crate::timer::mono_ns();
@@ -146,7 +146,7 @@ pub fn into_job_log(
     let outcome = match agreed {
         Err(e) => Err(e),
         Ok(_) => {
-            let part = JobAggregate::of_record_in_job(rec, crate::profile_hook::rendezvous_bytes());
+            let part = JobAggregate::of_record_in_job(rec, crate::overhead::rendezvous_bytes());
             if me == 0 {
                 root(&comm, p, dir, info, part, rec, t0, &mut encoded)
             } else {
@@ -181,7 +181,7 @@ pub fn into_job_log(
     if let Err(e) = &outcome {
         warn(&format!("the job log merge failed on this rank: {e}"));
     }
-    if crate::init::debug() {
+    if crate::run::debug() {
         // One write, so that the ranks' lines do not interleave.
         let line = format!(
             "mpiover: debug: rank {me} job log merge: {:.3} ms, {}; {by_root} of {} sites resolved \
@@ -210,7 +210,7 @@ fn encode_or_vote(part: &JobAggregate, encoded: &mut bool) -> Vec<u8> {
 }
 
 fn warn(what: &str) {
-    if !crate::init::quiet() {
+    if !crate::run::quiet() {
         eprintln!("mpiover: warning: {what}; records are written per rank instead");
     }
 }

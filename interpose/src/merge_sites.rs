@@ -20,6 +20,7 @@ use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
 use crate::merge::{children, parent, Comm};
+use crate::rt::SiteRef;
 
 /// Where a native site is, the same on every rank: (object, build id, offset).
 type Ident = (String, Option<String>, String);
@@ -35,13 +36,13 @@ pub(crate) fn agree(
     me: usize,
     p: usize,
     rec: &mut Record,
-    addrs: &[usize],
+    addrs: &[SiteRef],
     tail_notes: bool,
 ) -> Result<Vec<bool>, String> {
     let native = |i: usize| {
         addrs
             .get(i)
-            .is_some_and(|&ra| ra != 0 && !crate::py::is_tag(ra))
+            .is_some_and(|&at| !at.is_none() && !at.is_python())
     };
     let mut seen: BTreeSet<Ident> = (0..rec.sites.len())
         .filter(|&i| native(i))
@@ -100,7 +101,7 @@ fn resolve(seen: BTreeSet<Ident>, tail_notes: bool) -> Vec<(Ident, Site)> {
         else {
             continue;
         };
-        let ra = obj.bias.wrapping_add(off);
+        let ra = SiteRef::native(obj.bias.wrapping_add(off));
         let mut s = crate::sites::locate(0, ra, &objs);
         if s.module.as_ref() != Some(module) {
             continue;

@@ -15,6 +15,8 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use mpiover_common::record::Site;
 
+use crate::rt::SiteRef;
+
 /// A loaded object.
 pub struct Obj {
     pub path: String,
@@ -154,10 +156,10 @@ pub fn init_self_range() {
 /// Where one return address lies: module, build-id, offset from the load
 /// bias (no symbols: cheap, no file is read). `note` says why it is not
 /// resolved further, if it stays like this.
-pub fn locate(id: u32, ra: usize, objs: &[Obj]) -> Site {
-    if crate::py::is_tag(ra) {
-        return locate_python(id, ra, objs);
-    }
+pub fn locate(id: u32, at: SiteRef, objs: &[Obj]) -> Site {
+    let Some(ra) = at.native_ra() else {
+        return locate_python(id, at, objs);
+    };
     let mut site = Site {
         id,
         address: format!("{ra:#x}"),
@@ -190,13 +192,13 @@ pub fn locate(id: u32, ra: usize, objs: &[Obj]) -> Site {
 
 /// A Python site: the Python file, line and function, and the native
 /// frame's address, module and offset.
-fn locate_python(id: u32, ra: usize, objs: &[Obj]) -> Site {
-    let Some(p) = crate::py::lookup(ra) else {
-        let mut site = locate(id, 0, objs);
+fn locate_python(id: u32, at: SiteRef, objs: &[Obj]) -> Site {
+    let Some(p) = crate::py::lookup(at) else {
+        let mut site = locate(id, SiteRef::NONE, objs);
         site.note = Some("python: site not found".into());
         return site;
     };
-    let mut site = locate(id, p.native_ra, objs);
+    let mut site = locate(id, SiteRef::native(p.native_ra), objs);
     site.file = Some(p.file.clone());
     site.line = p.line;
     site.function = Some(p.function.clone());
@@ -221,15 +223,15 @@ fn is_python(module: &str) -> bool {
 /// (reads the module's debug information: slow the first time per module).
 /// A site in Python (an MPI call made by mpi4py) is the nearest native frame;
 /// its note says so.
-pub fn symbolize(site: &mut Site, ra: usize) {
-    if ra == 0 {
+pub fn symbolize(site: &mut Site, at: SiteRef) {
+    if at.is_none() {
         return;
     }
-    if let Some(p) = crate::py::lookup(ra) {
+    if let Some(p) = crate::py::lookup(at) {
         // The native frame, as secondary information.
         let mut native = site.clone();
         native.note = None;
-        symbolize(&mut native, p.native_ra);
+        symbolize(&mut native, SiteRef::native(p.native_ra));
         site.native = native.function.map(|f| match (native.file, native.line) {
             (Some(file), Some(line)) => format!("{f} ({file}:{line})"),
             _ => f,
@@ -243,6 +245,7 @@ pub fn symbolize(site: &mut Site, ra: usize) {
                 .into(),
         );
     }
+    let ra = at.bits();
     let mut frames: Vec<(Option<String>, Option<String>, Option<u32>)> = Vec::new();
     // backtrace looks up ra - 1 itself.
     backtrace::resolve(ra as *mut c_void, |sym| {
@@ -277,9 +280,9 @@ pub fn symbolize(site: &mut Site, ra: usize) {
     }
 }
 
-/// Resolves one return address fully.
-pub fn resolve(id: u32, ra: usize, objs: &[Obj]) -> Site {
-    let mut site = locate(id, ra, objs);
-    symbolize(&mut site, ra);
+/// Resolves one site fully.
+pub fn resolve(id: u32, at: SiteRef, objs: &[Obj]) -> Site {
+    let mut site = locate(id, at, objs);
+    symbolize(&mut site, at);
     site
 }

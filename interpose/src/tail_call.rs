@@ -161,7 +161,7 @@ pub fn through(objs: &[Obj], ra: usize) -> Option<String> {
     let call = call_target(objs, ra);
     let target = call.map(|c| through_plt(objs, c));
     let name = target.and_then(|t| symbol_at(objs, t));
-    if crate::init::debug() {
+    if crate::run::debug() {
         eprintln!(
             "mpiover: debug: tail call check at {ra:#x}: calls {call:x?}, reaches {target:x?} \
              ({name:?})"

@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, Ordering::*}
 use mpiover_common::histogram::{Bucket, Histogram};
 use mpiover_common::record::{self, Entry, Folded, FunctionTotal, Record, Timer, Tool};
 
-use crate::init::INFO;
 use crate::names::{FN_NAMES, NFUNCS};
-use crate::rt::{self, Key, KeyStats};
+use crate::rt::{self, CallKey, KeyStats, SiteRef};
+use crate::run::INFO;
 use crate::timer;
 
 /// The record being merged into the job log, while the merge runs.
@@ -73,7 +73,7 @@ struct Merged {
     tmax_composed: Option<&'static str>,
     tmax_missing: Option<&'static str>,
     /// Posts: where their requests were completed (0: not seen).
-    done_ra: usize,
+    done_ra: SiteRef,
     hist: Histogram,
 }
 
@@ -96,10 +96,27 @@ fn name_of(fid: u16) -> String {
         .to_string()
 }
 
+/// What every thread recorded, summed over threads.
+struct Gathered {
+    /// Calls and ticks per function id.
+    funcs: Vec<[u64; 2]>,
+    merged: HashMap<CallKey, Merged>,
+    folded: Folded,
+    /// Requests the map dropped, and completions it could not match.
+    dropped: u64,
+    unmatched: u64,
+    py_calls: u64,
+    py_fallbacks: u64,
+    /// Threads still inside an update, whose tables were not read.
+    left_out: u32,
+    /// The kernel offered the barrier that stops other threads' updates.
+    barrier: bool,
+}
+
 /// Builds this rank's record from every thread's aggregates, with its sites
-/// located but not symbolized; returns it with the address of each site
+/// located but not symbolized; returns it with each site's reference
 /// (`addrs[i]` is site `i`).
-pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
+pub fn build(finished: &str) -> Option<(Record, Vec<SiteRef>)> {
     let info = INFO.get()?;
     let unit = timer::unit_s();
     let end_unix_s = std::time::SystemTime::now()
@@ -108,158 +125,16 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
         .unwrap_or(0.0);
     let app_time_s = timer::mono_ns().wrapping_sub(info.start_mono_ns) as f64 * 1e-9;
 
-    let me = rt::this_thread_state();
-    let mut funcs = vec![[0u64; 2]; NFUNCS + 1];
-    let mut merged: HashMap<Key, Merged> = HashMap::new();
-    let mut folded = Folded::default();
-    let (mut dropped, mut unmatched) = (0u64, 0u64);
-    let (mut py_calls, mut py_fallbacks) = (0u64, 0u64);
-    // Recording is off (`write_record`); after this barrier no other thread
-    // starts an update, and the ones inside one are waited for (`rt::quiesce`).
-    let barrier = rt::barrier_all_threads();
-    let mut left_out = 0u32;
-    for ts in rt::threads() {
-        // SAFETY: states are never freed, and no other thread changes this
-        // one's table once it is not `updating` (see above).
-        let ts = unsafe { &*ts };
-        if !std::ptr::eq(ts, me) {
-            // A thread preempted inside its update finishes it at its next
-            // time slice: give it the CPU (machines run more ranks and
-            // threads than cores), for at most 200 ms.
-            let t0 = timer::mono_ns();
-            while ts.updating.load(Acquire) && timer::mono_ns().wrapping_sub(t0) < 200_000_000 {
-                std::thread::yield_now();
-            }
-            if ts.updating.load(Acquire) {
-                // Stuck inside an update (stopped by a debugger, or the
-                // scheduler): its table is not read rather than read torn.
-                left_out += 1;
-                continue;
-            }
-        }
-        if !ts.current() {
-            continue; // recorded before an MPI_Pcontrol(2) reset
-        }
-        for (acc, f) in funcs.iter_mut().zip(ts.funcs.iter()) {
-            acc[0] += f[0];
-            acc[1] = acc[1].wrapping_add(f[1]);
-        }
-        let (d, u) = ts.request_counts();
-        dropped += d;
-        unmatched += u;
-        py_calls += ts.py_calls;
-        py_fallbacks += ts.py.as_ref().map_or(0, |c| c.fallbacks);
-        folded.calls += ts.table.folded_calls;
-        folded.keys += ts.table.folded_keys();
-        for a in &ts.table.entries {
-            if a.count == 0 {
-                continue;
-            }
-            let h = sparse(a);
-            match merged.get_mut(&a.key) {
-                Some(m) => {
-                    m.count += a.count;
-                    m.sum = m.sum.wrapping_add(a.sum);
-                    m.min = m.min.min(a.min);
-                    m.max = m.max.max(a.max);
-                    m.over = m.over.wrapping_add(a.over);
-                    m.hist.merge(&h);
-                    if a.done_ra != 0 {
-                        m.done_ra = a.done_ra;
-                    }
-                }
-                None => {
-                    merged.insert(
-                        a.key,
-                        Merged {
-                            count: a.count,
-                            sum: a.sum,
-                            min: a.min,
-                            max: a.max,
-                            over: a.over,
-                            tmax_s: a.tmax_s,
-                            tmax_composed: a.tmax_composed,
-                            tmax_missing: a.tmax_missing,
-                            done_ra: a.done_ra,
-                            hist: h,
-                        },
-                    );
-                }
-            }
-        }
-    }
-
-    // Sites: every distinct address, numbered in address order.
-    let mut addrs: BTreeMap<usize, u32> = BTreeMap::new();
-    for (k, m) in &merged {
-        addrs.insert(k.ra, 0);
-        if k.post_ra != 0 {
-            addrs.insert(k.post_ra, 0);
-        }
-        if m.done_ra != 0 {
-            addrs.insert(m.done_ra, 0);
-        }
-    }
-    for (i, v) in addrs.values_mut().enumerate() {
-        *v = i as u32;
-    }
+    let g = gather();
+    let addrs = number_sites(&g.merged);
     let objs = crate::sites::objects();
     let sites = addrs
         .iter()
         .map(|(&ra, &id)| crate::sites::locate(id, ra, &objs))
         .collect();
-
-    let mut entries: Vec<Entry> = merged
-        .into_iter()
-        .map(|(k, m)| Entry {
-            site: addrs.get(&k.ra).copied().unwrap_or(0),
-            requests: k.requests(&name_of(k.fid)),
-            completed_at: if m.done_ra != 0 {
-                addrs.get(&m.done_ra).copied()
-            } else {
-                None
-            },
-            tmax_composed: m.tmax_composed.map(str::to_string),
-            tmax_missing: m.tmax_missing.map(str::to_string),
-            function: name_of(k.fid),
-            p: k.p,
-            bytes: k.bytes,
-            peer: (k.peer != rt::NONE_PEER).then_some(k.peer),
-            role: rt::role_name(k.role).map(str::to_string),
-            completes: (k.completes < rt::MIXED_FN).then(|| name_of(k.completes)),
-            post_site: if k.post_ra != 0 {
-                addrs.get(&k.post_ra).copied()
-            } else {
-                None
-            },
-            count: m.count,
-            sum_s: m.sum as f64 * unit,
-            min_s: m.min as f64 * unit,
-            max_s: m.max as f64 * unit,
-            tmax_s: m.tmax_s.map(|t| t.tmax_s),
-            overhead_s: m.tmax_s.map(|_| m.over as f64 * unit),
-            tmax_out_of_range: m.tmax_s.is_some_and(|t| t.out_of_range),
-            tmax_basis: m.tmax_s.map(|t| t.basis),
-            hist: m.hist,
-        })
-        .collect();
-    entries.sort_by(|a, b| b.sum_s.total_cmp(&a.sum_s).then(a.site.cmp(&b.site)));
-
-    let mut functions = Vec::new();
-    let (mut calls, mut ticks) = (0u64, 0u64);
-    for (fid, f) in funcs.iter().enumerate().take(NFUNCS) {
-        if f[0] == 0 {
-            continue;
-        }
-        calls += f[0];
-        ticks = ticks.wrapping_add(f[1]);
-        functions.push(FunctionTotal {
-            function: name_of(fid as u16),
-            calls: f[0],
-            time_s: f[1] as f64 * unit,
-        });
-    }
-    functions.sort_by(|a, b| b.time_s.total_cmp(&a.time_s));
+    let warnings = record_warnings(info, &g);
+    let entries = entries(g.merged, &addrs, unit);
+    let (functions, calls, ticks) = function_totals(&g.funcs, unit);
 
     let rec = Record {
         end_unix_s,
@@ -285,45 +160,226 @@ pub fn build(finished: &str) -> Option<(Record, Vec<usize>)> {
                 .map(|(name, cost)| record::PythonSites {
                     interpreter: name.clone(),
                     cost_per_call_s: *cost,
-                    calls: py_calls,
-                    fallbacks: py_fallbacks,
+                    calls: g.py_calls,
+                    fallbacks: g.py_fallbacks,
                 }),
         },
-        profile: crate::profile_hook::usage(),
+        profile: crate::overhead::usage(),
         sites,
         functions,
         entries,
-        folded,
-        warnings: {
-            let mut w = request_warnings(&info.warnings, dropped, unmatched);
-            if py_fallbacks > 0 {
-                w.push(
-                    "python: some MPI calls made from Python are at the nearest native frame \
-                     (the interpreter's frames did not read as expected, or the table of Python \
-                     sites was full)"
-                        .into(),
-                );
-            }
-            if left_out > 0 {
-                w.push(
-                    "a thread was still recording when the record was written: its calls are not \
-                     in the record"
-                        .into(),
-                );
-            }
-            if !barrier {
-                w.push(
-                    "the kernel offers no membarrier: other threads may still have been recording \
-                     while the record was read"
-                        .into(),
-                );
-            }
-            w
-        },
-        eager_limit: crate::init::eager_limit(),
+        folded: g.folded,
+        warnings,
+        eager_limit: crate::run::eager_limit(),
         ..info.head.clone()
     };
     Some((rec, addrs.into_keys().collect()))
+}
+
+/// Sums every thread's aggregates, once recording is off (`write_record`).
+fn gather() -> Gathered {
+    let me = rt::this_thread_state();
+    let mut g = Gathered {
+        funcs: vec![[0u64; 2]; NFUNCS + 1],
+        merged: HashMap::new(),
+        folded: Folded::default(),
+        dropped: 0,
+        unmatched: 0,
+        py_calls: 0,
+        py_fallbacks: 0,
+        left_out: 0,
+        barrier: false,
+    };
+    // Recording is off (`write_record`); after this barrier no other thread
+    // starts an update, and the ones inside one are waited for (`rt::quiesce`).
+    g.barrier = rt::barrier_all_threads();
+    for ts in rt::threads() {
+        // SAFETY: states are never freed, and no other thread changes this
+        // one's table once it is not `updating` (see above).
+        let ts = unsafe { &*ts };
+        if !std::ptr::eq(ts, me) {
+            // A thread preempted inside its update finishes it at its next
+            // time slice: give it the CPU (machines run more ranks and
+            // threads than cores), for at most 200 ms.
+            let t0 = timer::mono_ns();
+            while ts.updating.load(Acquire) && timer::mono_ns().wrapping_sub(t0) < 200_000_000 {
+                std::thread::yield_now();
+            }
+            if ts.updating.load(Acquire) {
+                // Stuck inside an update (stopped by a debugger, or the
+                // scheduler): its table is not read rather than read torn.
+                g.left_out += 1;
+                continue;
+            }
+        }
+        if !ts.current() {
+            continue; // recorded before an MPI_Pcontrol(2) reset
+        }
+        for (acc, f) in g.funcs.iter_mut().zip(ts.funcs.iter()) {
+            acc[0] += f[0];
+            acc[1] = acc[1].wrapping_add(f[1]);
+        }
+        let (d, u) = ts.request_counts();
+        g.dropped += d;
+        g.unmatched += u;
+        g.py_calls += ts.py_calls;
+        g.py_fallbacks += ts.py.as_ref().map_or(0, |c| c.fallbacks);
+        g.folded.calls += ts.table.folded_calls;
+        g.folded.keys += ts.table.folded_keys();
+        merge_entries(&mut g.merged, &ts.table.entries);
+    }
+    g
+}
+
+/// Adds one thread's keys to the rank's.
+fn merge_entries(merged: &mut HashMap<CallKey, Merged>, entries: &[KeyStats]) {
+    for a in entries {
+        if a.count == 0 {
+            continue;
+        }
+        let h = sparse(a);
+        match merged.get_mut(&a.key) {
+            Some(m) => {
+                m.count += a.count;
+                m.sum = m.sum.wrapping_add(a.sum);
+                m.min = m.min.min(a.min);
+                m.max = m.max.max(a.max);
+                m.over = m.over.wrapping_add(a.over);
+                m.hist.merge(&h);
+                if !a.done_ra.is_none() {
+                    m.done_ra = a.done_ra;
+                }
+            }
+            None => {
+                merged.insert(
+                    a.key,
+                    Merged {
+                        count: a.count,
+                        sum: a.sum,
+                        min: a.min,
+                        max: a.max,
+                        over: a.over,
+                        tmax_s: a.tmax_s,
+                        tmax_composed: a.tmax_composed,
+                        tmax_missing: a.tmax_missing,
+                        done_ra: a.done_ra,
+                        hist: h,
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// Sites: every distinct site of the keys, numbered in order.
+fn number_sites(merged: &HashMap<CallKey, Merged>) -> BTreeMap<SiteRef, u32> {
+    let mut addrs: BTreeMap<SiteRef, u32> = BTreeMap::new();
+    for (k, m) in merged {
+        addrs.insert(k.ra, 0);
+        if !k.post_ra.is_none() {
+            addrs.insert(k.post_ra, 0);
+        }
+        if !m.done_ra.is_none() {
+            addrs.insert(m.done_ra, 0);
+        }
+    }
+    for (i, v) in addrs.values_mut().enumerate() {
+        *v = i as u32;
+    }
+    addrs
+}
+
+/// The record's entries, by time spent, heaviest first.
+fn entries(
+    merged: HashMap<CallKey, Merged>,
+    addrs: &BTreeMap<SiteRef, u32>,
+    unit: f64,
+) -> Vec<Entry> {
+    let mut entries: Vec<Entry> = merged
+        .into_iter()
+        .map(|(k, m)| Entry {
+            site: addrs.get(&k.ra).copied().unwrap_or(0),
+            requests: k.requests(&name_of(k.fid)),
+            completed_at: if !m.done_ra.is_none() {
+                addrs.get(&m.done_ra).copied()
+            } else {
+                None
+            },
+            tmax_composed: m.tmax_composed.map(str::to_string),
+            tmax_missing: m.tmax_missing.map(str::to_string),
+            function: name_of(k.fid),
+            p: k.p,
+            bytes: k.bytes,
+            peer: (k.peer != rt::NONE_PEER).then_some(k.peer),
+            role: rt::role_name(k.role).map(str::to_string),
+            completes: (k.completes < rt::MIXED_FN).then(|| name_of(k.completes)),
+            post_site: if !k.post_ra.is_none() {
+                addrs.get(&k.post_ra).copied()
+            } else {
+                None
+            },
+            count: m.count,
+            sum_s: m.sum as f64 * unit,
+            min_s: m.min as f64 * unit,
+            max_s: m.max as f64 * unit,
+            tmax_s: m.tmax_s.map(|t| t.tmax_s),
+            overhead_s: m.tmax_s.map(|_| m.over as f64 * unit),
+            tmax_out_of_range: m.tmax_s.is_some_and(|t| t.out_of_range),
+            tmax_basis: m.tmax_s.map(|t| t.basis),
+            hist: m.hist,
+        })
+        .collect();
+    entries.sort_by(|a, b| b.sum_s.total_cmp(&a.sum_s).then(a.site.cmp(&b.site)));
+    entries
+}
+
+/// Calls and time per function, heaviest first, with the totals of calls
+/// and ticks.
+fn function_totals(funcs: &[[u64; 2]], unit: f64) -> (Vec<FunctionTotal>, u64, u64) {
+    let mut functions = Vec::new();
+    let (mut calls, mut ticks) = (0u64, 0u64);
+    for (fid, f) in funcs.iter().enumerate().take(NFUNCS) {
+        if f[0] == 0 {
+            continue;
+        }
+        calls += f[0];
+        ticks = ticks.wrapping_add(f[1]);
+        functions.push(FunctionTotal {
+            function: name_of(fid as u16),
+            calls: f[0],
+            time_s: f[1] as f64 * unit,
+        });
+    }
+    functions.sort_by(|a, b| b.time_s.total_cmp(&a.time_s));
+    (functions, calls, ticks)
+}
+
+/// The record's warnings: the run's, and what this write could not see.
+fn record_warnings(info: &crate::run::RunInfo, g: &Gathered) -> Vec<String> {
+    let mut w = request_warnings(&info.warnings, g.dropped, g.unmatched);
+    if g.py_fallbacks > 0 {
+        w.push(
+            "python: some MPI calls made from Python are at the nearest native frame \
+             (the interpreter's frames did not read as expected, or the table of Python \
+             sites was full)"
+                .into(),
+        );
+    }
+    if g.left_out > 0 {
+        w.push(
+            "a thread was still recording when the record was written: its calls are not \
+             in the record"
+                .into(),
+        );
+    }
+    if !g.barrier {
+        w.push(
+            "the kernel offers no membarrier: other threads may still have been recording \
+             while the record was read"
+                .into(),
+        );
+    }
+    w
 }
 
 /// The run's warnings, and what the request map could not attribute. The
@@ -349,7 +405,7 @@ fn request_warnings(w: &[String], dropped: u64, unmatched: u64) -> Vec<String> {
                 .to_string(),
         );
     }
-    if (dropped > 0 || unmatched > 0) && crate::init::debug() {
+    if (dropped > 0 || unmatched > 0) && crate::run::debug() {
         eprintln!(
             "mpiover: rank {}: request map: {dropped} posts not remembered, \
              {unmatched} unmatched completions",
@@ -390,13 +446,13 @@ pub fn write_record(finished: &str, when: When) {
     }
     let waiting = WAITING_SIG.load(SeqCst);
     PHASE.store(2, SeqCst);
-    if crate::init::debug() && waiting != 0 {
+    if crate::run::debug() && waiting != 0 {
         eprintln!("mpiover: debug: signal {waiting} waited on another thread for the write");
     }
     if when != When::Signal {
         let sig = PENDING_SIG.swap(0, SeqCst);
         if sig != 0 {
-            if crate::init::debug() {
+            if crate::run::debug() {
                 eprintln!("mpiover: debug: signal {sig} came during the write; delivered now");
             }
             crate::init::redeliver(sig);
@@ -427,7 +483,7 @@ fn write_now(finished: &str, when: When) {
             return;
         }
         rec.sites = resolved;
-        if crate::init::slow_write() {
+        if crate::run::slow_write() {
             std::thread::sleep(std::time::Duration::from_millis(300));
         }
     }
@@ -447,7 +503,7 @@ fn write_now(finished: &str, when: When) {
             resolve_sites(info, when, rec, &addrs, done)
         });
         MERGING.store(std::ptr::null_mut(), SeqCst);
-        if merged && crate::init::format() == crate::opt::Format::Log {
+        if merged && crate::run::format() == crate::opt::Format::Log {
             return;
         }
     } else {
@@ -455,7 +511,7 @@ fn write_now(finished: &str, when: When) {
     }
     let t3 = timer::mono_ns();
     save(info, dir, &rec);
-    if crate::init::debug() {
+    if crate::run::debug() {
         eprintln!(
             "mpiover: debug: rank {} record ({finished}): build {:.3} ms, quick write {:.3} ms, \
              symbolize {} sites {:.3} ms, write {:.3} ms",
@@ -471,7 +527,7 @@ fn write_now(finished: &str, when: When) {
 
 /// Writes `rec` to a temporary name and renames it into place; false (and
 /// one warning) on failure.
-fn save(info: &crate::init::RunInfo, dir: &std::path::Path, rec: &Record) -> bool {
+fn save(info: &crate::run::RunInfo, dir: &std::path::Path, rec: &Record) -> bool {
     let name = record::rank_file_name(info.head.rank);
     let tmp = dir.join(format!(".{name}.tmp-{}", info.head.pid));
     let res = (|| -> std::io::Result<()> {
@@ -488,7 +544,7 @@ fn save(info: &crate::init::RunInfo, dir: &std::path::Path, rec: &Record) -> boo
         Ok(()) => true,
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
-            if !crate::init::quiet() {
+            if !crate::run::quiet() {
                 eprintln!(
                     "mpiover: warning: cannot write {}: {e}",
                     dir.join(&name).display()
@@ -502,10 +558,10 @@ fn save(info: &crate::init::RunInfo, dir: &std::path::Path, rec: &Record) -> boo
 /// Resolves the sites not `done` (a missing flag is false): function, file,
 /// line, and at depth 1 the tail-call note.
 fn resolve_sites(
-    info: &crate::init::RunInfo,
+    info: &crate::run::RunInfo,
     when: When,
     rec: &mut Record,
-    addrs: &[usize],
+    addrs: &[SiteRef],
     done: &[bool],
 ) {
     let todo = |i: usize| !done.get(i).copied().unwrap_or(false);
@@ -528,10 +584,8 @@ fn resolve_sites(
 
 /// "reached through a tail call in F" when the call before `ra` calls a
 /// function that is not MPI's (never for a Python site).
-pub(crate) fn tail_call_note(objs: &[crate::sites::Obj], ra: usize) -> Option<String> {
-    if crate::py::is_tag(ra) {
-        return None;
-    }
+pub(crate) fn tail_call_note(objs: &[crate::sites::Obj], at: SiteRef) -> Option<String> {
+    let ra = at.native_ra()?;
     let f = crate::tail_call::through(objs, ra)?;
     Some(format!(
         "reached through a tail call in {f}: this line calls {f}, whose last act is \

@@ -6,7 +6,6 @@
 use std::os::raw::c_int;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::OnceLock;
 
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
@@ -27,37 +26,7 @@ pub use foreign::check_before_init;
 use run_dir::*;
 pub use signals::*;
 
-/// Facts about the run, fixed at init; read when the record is written.
-pub struct RunInfo {
-    /// The record's fixed part (who, where, which library, since when): the
-    /// writer fills in the rest.
-    pub head: Record,
-    pub start_mono_ns: u64,
-    /// None: no records are written (the directory was not writable).
-    pub dir: Option<PathBuf>,
-    pub timer_resolution_s: f64,
-    pub timer_cost_s: f64,
-    pub cost_per_call_s: f64,
-    /// Python sites: the interpreter and the added cost per call from
-    /// Python, when they are on.
-    pub python: Option<(String, f64)>,
-    pub depth: u32,
-    pub max_keys: u32,
-    pub warnings: Vec<String>,
-}
-
-pub static INFO: OnceLock<RunInfo> = OnceLock::new();
-
-/// What this job writes: `MPIOVER_FORMAT` with `auto` resolved for the
-/// world's size (per-rank before `MPI_Init` filled it in).
-pub fn format() -> crate::opt::Format {
-    let ranks = INFO.get().map_or(1, |i| i.head.ranks);
-    crate::opt::get().format_for(ranks)
-}
-
-/// The eager limit the library states, asked at `MPI_Finalize`
-/// ([`ask_eager_limit`]).
-static EAGER_LIMIT: OnceLock<mpiover_common::profile::MpiTValue> = OnceLock::new();
+use crate::run::{debug, warn, RunInfo, EAGER_LIMIT, INFO};
 
 /// Asks the library's eager limit through `MPI_T`, once, on entry of
 /// `MPI_Finalize`: the report's rendezvous threshold when no profile
@@ -83,11 +52,6 @@ pub fn ask_eager_limit() {
     }
 }
 
-/// The limit [`ask_eager_limit`] found, if asked and stated.
-pub fn eager_limit() -> Option<mpiover_common::profile::MpiTValue> {
-    EAGER_LIMIT.get().cloned()
-}
-
 static INIT_STARTED: AtomicBool = AtomicBool::new(false);
 
 /// `CLOCK_MONOTONIC` (ns) and Unix time (f64 bits) at the entry of the first
@@ -95,22 +59,6 @@ static INIT_STARTED: AtomicBool = AtomicBool::new(false);
 static ENTRY_MONO_NS: AtomicU64 = AtomicU64::new(0);
 
 static ENTRY_UNIX_BITS: AtomicU64 = AtomicU64::new(0);
-
-/// `MPIOVER_QUIET` (see [`crate::opt`]).
-pub fn quiet() -> bool {
-    crate::opt::get().quiet
-}
-
-/// `MPIOVER_DEBUG` set: timings of the record write on stderr.
-pub fn debug() -> bool {
-    crate::opt::get().debug
-}
-
-/// `MPIOVER_DEBUG=slow-write` (tests: 300 ms pass between the quick and the
-/// resolved write of a record at exit or on a signal).
-pub fn slow_write() -> bool {
-    crate::opt::get().slow_write
-}
 
 /// Called on entry of `MPI_Init*` (before the PMPI call): remembers when the
 /// application's MPI life started (first call only) and returns the
@@ -130,15 +78,6 @@ pub fn note_init_entry() -> u64 {
 /// Whether recording can be switched on (initialized, record not written).
 pub fn recording_possible() -> bool {
     INFO.get().is_some() && !crate::write::WRITTEN.load(Relaxed)
-}
-
-/// One warning: into the record always, on stderr once (rank 0 only for
-/// warnings every rank would repeat).
-pub fn warn(warnings: &mut Vec<String>, msg: String, print: bool) {
-    if print && !quiet() {
-        eprintln!("mpiover: warning: {msg}");
-    }
-    warnings.push(msg);
 }
 
 const BCAST_LEN: usize = 8192;
@@ -206,53 +145,10 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
     timer::init(opts.timer.use_tsc());
     let command = command_line();
 
-    // Rank 0 decides the directory and the run id; everybody learns them.
-    let mut buf = vec![0u8; BCAST_LEN];
-    if rank == 0 {
-        let run_id = format!(
-            "{}-{:x}-{:x}",
-            mpiover_common::rundir::local_timestamp(),
-            std::process::id(),
-            timer::now() & 0xffff_ffff
-        );
-        let msg = match make_run_dir(opts.out.as_deref(), &command) {
-            Ok(d) => format!("1\n{run_id}\n{}", d.display()),
-            Err(e) => {
-                warn(
-                    &mut warnings,
-                    format!("{e}; no records will be written (the application runs on)"),
-                    true,
-                );
-                format!("0\n{run_id}\n{e}")
-            }
-        };
-        let m = msg.as_bytes();
-        let n = m.len().min(BCAST_LEN - 1);
-        buf[..n].copy_from_slice(&m[..n]);
-    }
-    // SAFETY: every rank passes a buffer of BCAST_LEN bytes.
-    unsafe {
-        PMPI_Bcast(
-            buf.as_mut_ptr() as *mut libc::c_void,
-            BCAST_LEN as c_int,
-            consts::byte(),
-            0,
-            consts::comm_world(),
-        );
-    }
-    let end = buf.iter().position(|&c| c == 0).unwrap_or(BCAST_LEN);
-    let text = String::from_utf8_lossy(&buf[..end]).into_owned();
-    let mut parts = text.splitn(3, '\n');
-    let ok = parts.next() == Some("1");
-    let run_id = parts.next().unwrap_or("").to_string();
-    let rest = parts.next().unwrap_or("").to_string();
-    let dir = if ok { Some(PathBuf::from(&rest)) } else { None };
-    if !ok && rank != 0 {
-        warnings.push(format!("{rest}; no records will be written"));
-    }
+    let (run_id, dir) = agree_run_dir(rank, opts, &command, &mut warnings);
 
     let mpi_library = library_version();
-    crate::profile_hook::load(
+    crate::overhead::load(
         rank.max(0) as u32,
         size.max(0) as u32,
         &mpi_library,
@@ -290,20 +186,7 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
     let cost_per_call_s = measure_cost(info.timer_cost_s);
     let mut info = info;
     let ts = rt::this_thread_state();
-    if crate::py::ON.load(Relaxed) && !ts.is_null() {
-        // SAFETY: this thread's own state, not in use right now.
-        let cache = unsafe { &mut (*ts).py };
-        match crate::py::measure_cost(cache, opts.depth) {
-            Ok(cost) => {
-                info.python = crate::py::interpreter().map(|n| (n, cost.unwrap_or(0.0)));
-            }
-            Err(_) => crate::py::disable(
-                &mut info.warnings,
-                print,
-                "the interpreter's frames did not read as expected at start-up",
-            ),
-        }
-    }
+    measure_python_cost(ts, &mut info, opts.depth, print);
     if !ts.is_null() {
         // SAFETY: this thread's own state, not in use right now.
         unsafe { (*ts).reset() };
@@ -318,4 +201,78 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
         g.plain(fid, timer::ticks_from_ns(init_ns));
     }
     install_exit_handlers();
+}
+
+/// Rank 0 decides the run directory and the run id; every rank learns them
+/// (collective over `MPI_COMM_WORLD`). No directory: no records, a warning.
+fn agree_run_dir(
+    rank: c_int,
+    opts: &crate::opt::Opts,
+    command: &[String],
+    warnings: &mut Vec<String>,
+) -> (String, Option<PathBuf>) {
+    let mut buf = vec![0u8; BCAST_LEN];
+    if rank == 0 {
+        let run_id = format!(
+            "{}-{:x}-{:x}",
+            mpiover_common::rundir::local_timestamp(),
+            std::process::id(),
+            timer::now() & 0xffff_ffff
+        );
+        let msg = match make_run_dir(opts.out.as_deref(), command) {
+            Ok(d) => format!("1\n{run_id}\n{}", d.display()),
+            Err(e) => {
+                warn(
+                    warnings,
+                    format!("{e}; no records will be written (the application runs on)"),
+                    true,
+                );
+                format!("0\n{run_id}\n{e}")
+            }
+        };
+        let m = msg.as_bytes();
+        let n = m.len().min(BCAST_LEN - 1);
+        buf[..n].copy_from_slice(&m[..n]);
+    }
+    // SAFETY: every rank passes a buffer of BCAST_LEN bytes.
+    unsafe {
+        PMPI_Bcast(
+            buf.as_mut_ptr() as *mut libc::c_void,
+            BCAST_LEN as c_int,
+            consts::byte(),
+            0,
+            consts::comm_world(),
+        );
+    }
+    let end = buf.iter().position(|&c| c == 0).unwrap_or(BCAST_LEN);
+    let text = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let mut parts = text.splitn(3, '\n');
+    let ok = parts.next() == Some("1");
+    let run_id = parts.next().unwrap_or("").to_string();
+    let rest = parts.next().unwrap_or("").to_string();
+    let dir = if ok { Some(PathBuf::from(&rest)) } else { None };
+    if !ok && rank != 0 {
+        warnings.push(format!("{rest}; no records will be written"));
+    }
+    (run_id, dir)
+}
+
+/// The added cost per call of a Python site, measured on this thread
+/// (start-up runs inside mpi4py's import); a failed self-test switches
+/// Python sites off.
+fn measure_python_cost(ts: *mut rt::ThreadState, info: &mut RunInfo, depth: u32, print: bool) {
+    if crate::py::ON.load(Relaxed) && !ts.is_null() {
+        // SAFETY: this thread's own state, not in use right now.
+        let cache = unsafe { &mut (*ts).py };
+        match crate::py::measure_cost(cache, depth) {
+            Ok(cost) => {
+                info.python = crate::py::interpreter().map(|n| (n, cost.unwrap_or(0.0)));
+            }
+            Err(_) => crate::py::disable(
+                &mut info.warnings,
+                print,
+                "the interpreter's frames did not read as expected at start-up",
+            ),
+        }
+    }
 }

@@ -4,7 +4,7 @@
 
 /// Byte offsets (and a few constants) of one CPython minor version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Layout {
+pub struct PyLayout {
     /// `PyThreadState.cframe` (`_PyCFrame *`).
     pub ts_cframe: usize,
     /// `_PyCFrame.current_frame` (`_PyInterpreterFrame *`).
@@ -45,7 +45,7 @@ pub struct Layout {
 
 /// CPython 3.11 (verified against the headers of 3.11.2 and 3.11.7; the
 /// layout is the same across 3.11.x releases).
-pub const PY311: Layout = Layout {
+pub const PY311: PyLayout = PyLayout {
     ts_cframe: 56,
     cframe_current_frame: 8,
     frame_code: 32,
@@ -74,14 +74,14 @@ pub const PY311: Layout = Layout {
 };
 
 /// The layout of a CPython `major.minor`, when the tool knows it.
-pub fn for_version(major: u32, minor: u32) -> Option<&'static Layout> {
+pub fn for_version(major: u32, minor: u32) -> Option<&'static PyLayout> {
     match (major, minor) {
         (3, 11) => Some(&PY311),
         _ => None,
     }
 }
 
-impl Layout {
+impl PyLayout {
     /// The fields in `layout_check.c`'s order, by its names.
     pub fn fields(&self) -> Vec<(&'static str, i64)> {
         vec![

@@ -10,7 +10,7 @@
 //!
 //! - At `MPI_Init*` ([`init`]): the process is CPython when the interpreter's
 //!   symbols resolve (`Py_GetVersion`, `PyGILState_GetThisThreadState`, the
-//!   type objects); its minor version selects a [`layout::Layout`] (3.11
+//!   type objects); its minor version selects a [`layout::PyLayout`] (3.11
 //!   only); mpi4py's extension modules (`mpi4py/MPI.*.so`) give the address
 //!   ranges whose MPI calls are Python's. Anything else: Python sites stay
 //!   off and the calls are at the nearest native frame, with one warning.
@@ -30,7 +30,7 @@
 //!   resolves file, line and function once (the strings and the location
 //!   table are read in place: immutable objects held by the live frame) into
 //!   a process-wide, bounded table of sites.
-//! - The site id goes into the key's `ra` with bit 63 set ([`PY_TAG`]); the
+//! - The site's index goes into the key as a [`SiteRef::python`]; the
 //!   writer gives such a site the Python file, line and function and the
 //!   native frame's module, offset and symbol ([`lookup`]).
 
@@ -43,21 +43,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use std::sync::{Mutex, OnceLock};
 
-use layout::Layout;
+use layout::PyLayout;
 use read::{fingerprint, rd, rd_ptr, read_bytes, read_str};
 #[cfg(test)]
 use start::mpi4py_modules;
 pub use start::{disable, init, interpreter, parse_version};
 
-/// Bit of a key's `ra` that marks a Python site id (user-space addresses
-/// never have it).
-pub const PY_TAG: usize = 1 << 63;
-
-/// Whether a key's `ra` is a Python site.
-#[inline(always)]
-pub fn is_tag(ra: usize) -> bool {
-    ra & PY_TAG != 0
-}
+use crate::rt::SiteRef;
 
 /// Python sites are on (set once at `MPI_Init*`): the only thing a process
 /// that is not Python pays is loading this flag once per call.
@@ -78,7 +70,7 @@ pub fn in_mpi4py(ra: usize) -> bool {
 
 /// The interpreter, as found at `MPI_Init*`.
 struct Interp {
-    layout: &'static Layout,
+    layout: &'static PyLayout,
     /// `PyGILState_GetThisThreadState`.
     tstate: unsafe extern "C" fn() -> usize,
     code_type: usize,
@@ -107,9 +99,9 @@ pub struct PySite {
 /// may be written from a signal handler on a thread that holds `REG`).
 static SITES: OnceLock<Box<[OnceLock<PySite>]>> = OnceLock::new();
 
-/// Hot key with fingerprint -> tagged site id; the next free id.
+/// Hot key with fingerprint -> site; the next free index.
 struct Reg {
-    ids: HashMap<(usize, usize, u32, u64), usize>,
+    ids: HashMap<(usize, usize, u32, u64), SiteRef>,
     next: usize,
 }
 
@@ -152,7 +144,7 @@ struct SiteSlot {
     code: usize,
     off: u32,
     fp: u64,
-    id: usize,
+    id: SiteRef,
 }
 
 /// A thread's caches (allocated at its first call from Python).
@@ -183,7 +175,7 @@ impl Cache {
                     code: 0,
                     off: 0,
                     fp: 0,
-                    id: 0,
+                    id: SiteRef::NONE,
                 };
                 SITE_SLOTS
             ]
@@ -214,7 +206,7 @@ impl Cache {
         Ok(skip)
     }
 
-    /// The tagged site id of (ra, code, off).
+    /// The site of (ra, code, off).
     ///
     /// # Safety
     /// `code` is a live code object and `off` an instruction of it.
@@ -226,11 +218,11 @@ impl Cache {
         code: usize,
         off: u32,
         fp: u64,
-    ) -> Result<usize, Fail> {
+    ) -> Result<SiteRef, Fail> {
         let h = (ra ^ code.rotate_left(17) ^ (off as usize).wrapping_mul(0x9e37_79b9)) as u64;
         let i = ((h ^ (h >> 9) ^ (h >> 21)) as usize) & (SITE_SLOTS - 1);
         if let Some(s) = self.sites.get(i) {
-            if s.ra == ra && s.code == code && s.off == off && s.fp == fp && s.id != 0 {
+            if s.ra == ra && s.code == code && s.off == off && s.fp == fp && !s.id.is_none() {
                 return Ok(s.id);
             }
         }
@@ -256,7 +248,7 @@ impl Cache {
 /// `code` is a live code object and `off` an instruction of it.
 #[cold]
 #[inline(never)]
-unsafe fn resolve(it: &Interp, ra: usize, code: usize, off: u32, fp: u64) -> Result<usize, Fail> {
+unsafe fn resolve(it: &Interp, ra: usize, code: usize, off: u32, fp: u64) -> Result<SiteRef, Fail> {
     let sites = SITES.get().ok_or(Fail::Off)?;
     // Never blocks for long: a lock held by a thread that is gone (a fork
     // of a thread inside this function) costs a fallback, not a deadlock.
@@ -297,7 +289,7 @@ unsafe fn resolve(it: &Interp, ra: usize, code: usize, off: u32, fp: u64) -> Res
     let slot = sites.get(n).ok_or(Fail::Full)?;
     let _ = slot.set(site);
     reg.next = n + 1;
-    let id = PY_TAG | n;
+    let id = SiteRef::python(n);
     reg.ids.insert(key, id);
     Ok(id)
 }
@@ -306,7 +298,7 @@ unsafe fn resolve(it: &Interp, ra: usize, code: usize, off: u32, fp: u64) -> Res
 /// mpi4py: the `depth`-th frame of the calling thread's Python code, not
 /// counting mpi4py's own (the outermost one when there are fewer).
 #[inline(never)]
-pub fn site(cache: &mut Option<Box<Cache>>, ra: usize, depth: u32) -> Result<usize, Fail> {
+pub fn site(cache: &mut Option<Box<Cache>>, ra: usize, depth: u32) -> Result<SiteRef, Fail> {
     let it = INTERP.get().ok_or(Fail::Off)?;
     let r = walk(it, cache, ra, depth);
     if matches!(r, Err(Fail::Unreadable | Fail::Full)) {
@@ -318,7 +310,12 @@ pub fn site(cache: &mut Option<Box<Cache>>, ra: usize, depth: u32) -> Result<usi
 }
 
 #[inline(always)]
-fn walk(it: &Interp, cache: &mut Option<Box<Cache>>, ra: usize, depth: u32) -> Result<usize, Fail> {
+fn walk(
+    it: &Interp,
+    cache: &mut Option<Box<Cache>>,
+    ra: usize,
+    depth: u32,
+) -> Result<SiteRef, Fail> {
     let l = it.layout;
     // SAFETY: no arguments; reads this thread's thread-specific storage
     // (valid with the GIL released).
@@ -392,11 +389,8 @@ fn walk(it: &Interp, cache: &mut Option<Box<Cache>>, ra: usize, depth: u32) -> R
 }
 
 /// A resolved Python site, for the record.
-pub fn lookup(ra: usize) -> Option<&'static PySite> {
-    if !is_tag(ra) {
-        return None;
-    }
-    SITES.get()?.get(ra & !PY_TAG)?.get()
+pub fn lookup(site: SiteRef) -> Option<&'static PySite> {
+    SITES.get()?.get(site.python_index()?)?.get()
 }
 
 /// The added time per call of a Python site (seconds), measured on the
@@ -468,9 +462,10 @@ mod tests {
     }
 
     #[test]
-    fn tags_are_not_addresses() {
-        assert!(is_tag(PY_TAG | 3));
-        assert!(!is_tag(0x7fff_ffff_f000));
-        assert!(lookup(0x1234).is_none());
+    fn python_sites_are_not_addresses() {
+        assert!(SiteRef::python(3).is_python());
+        assert_eq!(SiteRef::python(3).python_index(), Some(3));
+        assert!(!SiteRef::native(0x7fff_ffff_f000).is_python());
+        assert!(lookup(SiteRef::native(0x1234)).is_none());
     }
 }

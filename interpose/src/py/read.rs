@@ -1,7 +1,7 @@
 //! Reading the interpreter's memory: fields of its objects at the offsets
 //! the layout gives, without calling into Python.
 
-use super::layout::Layout;
+use super::layout::PyLayout;
 use super::{Fail, Interp};
 
 /// Reads a `T` at `addr`.
@@ -35,7 +35,7 @@ pub(super) unsafe fn rd_ptr(addr: usize) -> Result<usize, Fail> {
 /// # Safety
 /// `code` is a live code object.
 #[inline(always)]
-pub(super) unsafe fn fingerprint(l: &Layout, code: usize) -> u64 {
+pub(super) unsafe fn fingerprint(l: &PyLayout, code: usize) -> u64 {
     // SAFETY: fields of a live code object (this function's contract).
     let (f, q, t, first) = unsafe {
         (

@@ -74,7 +74,7 @@ pub fn init(
     if mods.is_empty() || !enabled {
         return;
     }
-    let mut warn = |why: String| crate::init::warn(warnings, fallback_warning(&why), print);
+    let mut warn = |why: String| crate::run::warn(warnings, fallback_warning(&why), print);
     let ver = dlsym(c"Py_GetVersion");
     if ver == 0 {
         warn("mpi4py is loaded but the interpreter's symbols are not visible".into());
@@ -159,5 +159,5 @@ pub fn interpreter() -> Option<String> {
 /// Switches Python sites off (the start-up self-test failed).
 pub fn disable(warnings: &mut Vec<String>, print: bool, why: &str) {
     ON.store(false, Relaxed);
-    crate::init::warn(warnings, fallback_warning(why), print);
+    crate::run::warn(warnings, fallback_warning(why), print);
 }

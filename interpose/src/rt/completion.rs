@@ -188,7 +188,7 @@ pub(crate) fn merge_done(ev: &mut Ev, r: &ReqInfo, bytes: u64, peer: i32) {
     } else {
         if ev.completes != r.fid || ev.post_ra != r.ra {
             ev.completes = MIXED_FN;
-            ev.post_ra = 0;
+            ev.post_ra = SiteRef::NONE;
         }
         if ev.peer != peer {
             ev.peer = NONE_PEER;

@@ -33,7 +33,7 @@ pub struct Ev {
     pub sent: u64,
     pub recvd: u64,
     pub completes: u16,
-    pub post_ra: usize,
+    pub post_ra: SiteRef,
     /// Completions seen so far (for merging several into one key).
     pub n_done: u32,
     /// Of them, point-to-point receives and sends.
@@ -55,7 +55,7 @@ impl Ev {
             sent: 0,
             recvd: 0,
             completes: NONE_FN,
-            post_ra: 0,
+            post_ra: SiteRef::NONE,
             n_done: 0,
             n_recv: 0,
             n_send: 0,

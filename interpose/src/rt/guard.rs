@@ -25,7 +25,7 @@ pub struct Guard {
     pub(crate) busy: *const Cell<bool>,
     /// The call's site once found, for the return address it was found
     /// for (a post finds it twice: its event and its request).
-    pub(crate) memo: (usize, usize),
+    pub(crate) memo: (usize, SiteRef),
 }
 
 impl Drop for Guard {
@@ -63,7 +63,7 @@ pub fn enter() -> Option<Guard> {
         let g = Guard {
             ts,
             busy: &t.busy as *const Cell<bool>,
-            memo: (0, 0),
+            memo: (0, SiteRef::NONE),
         };
         // SAFETY: as above.
         unsafe {

@@ -6,11 +6,11 @@
 //! key's entry, a histogram growing to the range of durations seen, cache
 //! entries), and a thread whose TLS is gone simply forwards.
 
+mod arguments;
 mod arrays;
 mod comms;
 mod completion;
 mod event;
-mod facts;
 mod guard;
 mod quiesce;
 mod record;
@@ -21,15 +21,21 @@ mod table;
 #[cfg(test)]
 mod tests;
 mod threads;
-mod types;
+mod type_sizes;
 
-pub use comms::*;
-pub use event::*;
-pub use guard::*;
-pub use quiesce::*;
-pub use requests::*;
-pub use site::*;
-pub use state::*;
-pub use table::*;
-pub use threads::*;
-pub use types::*;
+pub use comms::{init_world, CommCache, CommInfo};
+pub use event::{nth_count, status_bytes, status_source, sum_counts, Ev, Posted, StatusSlot};
+pub use guard::{busy, enter, is_busy, this_thread_state, Busy, Guard};
+pub use quiesce::{barrier_all_threads, register_barrier};
+pub(crate) use requests::NULL_REQS;
+pub use requests::{ReqInfo, ReqMap, REQ_CAPACITY};
+pub use site::{add_binding, site_of, unwound_site, SiteRef};
+pub use state::{
+    cnt, comm_freed, in_place, type_freed, Handle, Role, ToCount, COMM_EPOCH, DEPTH, ENABLED,
+    FID_OTHER, MAX_KEYS, MIXED_FN, NONE_FN, NONE_PEER, RESET_STEP, SELF_HI, SELF_LO, STATE,
+    TYPE_EPOCH, WORLD_RANK, WORLD_SIZE,
+};
+pub(crate) use state::{THREADS, WORLD_GROUP};
+pub use table::{role_name, CallKey, KeyStats, Table};
+pub use threads::{threads, ThreadState};
+pub use type_sizes::TypeCache;

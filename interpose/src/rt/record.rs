@@ -31,15 +31,15 @@ impl Guard {
             f[0] += 1;
             f[1] = f[1].wrapping_add(dt);
         }
-        if crate::py::is_tag(ra) {
+        if ra.is_python() {
             ts.py_calls += 1;
         }
         let (completes, post_ra) = match ev.completes {
-            MIXED_FN => (NONE_FN, 0),
+            MIXED_FN => (NONE_FN, SiteRef::NONE),
             c => (c, ev.post_ra),
         };
         let sat = |n: u32| n.min(u16::MAX as u32) as u16;
-        let key = Key {
+        let key = CallKey {
             ra,
             post_ra,
             bytes: ev.sent.max(ev.recvd),

@@ -1,6 +1,8 @@
 //! The per-thread request map: what a pending request was posted by, so
 //! that its completion knows what it completed.
 
+use super::SiteRef;
+
 /// What a pending request was posted as.
 #[derive(Clone, Copy)]
 pub struct ReqInfo {
@@ -9,8 +11,8 @@ pub struct ReqInfo {
     pub comm: usize,
     /// Where the request was last posted (its `*_init` or the latest
     /// `MPI_Start`), and where a persistent one was created.
-    pub ra: usize,
-    pub init_ra: usize,
+    pub ra: SiteRef,
+    pub init_ra: SiteRef,
     pub bytes: u64,
     pub p: u32,
     pub peer: i32,
@@ -35,8 +37,8 @@ impl ReqInfo {
     pub(crate) const EMPTY: ReqInfo = ReqInfo {
         handle: 0,
         comm: 0,
-        ra: 0,
-        init_ra: 0,
+        ra: SiteRef::NONE,
+        init_ra: SiteRef::NONE,
         bytes: 0,
         p: 0,
         peer: 0,

@@ -5,6 +5,70 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 
 use super::*;
 
+/// Where a recorded call was made: a native return address, or (bit 63 set,
+/// which user-space addresses never have) the index of a resolved Python site
+/// (`crate::py`). One word, so that keys stay as small and as fast to hash
+/// and compare as with a bare address; 0 is "no site" (folded keys, an
+/// unknown caller, a post that completed nothing).
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
+pub struct SiteRef(usize);
+
+impl SiteRef {
+    const PYTHON: usize = 1 << 63;
+
+    /// No site.
+    pub const NONE: SiteRef = SiteRef(0);
+
+    /// A native call site: the return address of the call.
+    #[inline(always)]
+    pub const fn native(ra: usize) -> SiteRef {
+        SiteRef(ra)
+    }
+
+    /// The `idx`-th resolved Python site.
+    #[inline(always)]
+    pub const fn python(idx: usize) -> SiteRef {
+        SiteRef(Self::PYTHON | idx)
+    }
+
+    #[inline(always)]
+    pub const fn is_python(self) -> bool {
+        self.0 & Self::PYTHON != 0
+    }
+
+    #[inline(always)]
+    pub const fn is_none(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The index of a Python site; `None` for a native one.
+    #[inline(always)]
+    pub const fn python_index(self) -> Option<usize> {
+        if self.is_python() {
+            Some(self.0 & !Self::PYTHON)
+        } else {
+            None
+        }
+    }
+
+    /// The return address of a native site; `None` for a Python one.
+    #[inline(always)]
+    pub const fn native_ra(self) -> Option<usize> {
+        if self.is_python() {
+            None
+        } else {
+            Some(self.0)
+        }
+    }
+
+    /// The word itself, for hashing and slot indices.
+    #[inline(always)]
+    pub const fn bits(self) -> usize {
+        self.0
+    }
+}
+
 /// Address ranges of an MPI library's Fortran bindings that call the C
 /// `MPI_*` functions (MPICH's libmpichfort): a C wrapper called from there
 /// serves a Fortran call, whose site is the first frame outside them.
@@ -39,12 +103,12 @@ pub(crate) fn in_binding(ip: usize) -> bool {
 /// depth 1 unless it lies in a Fortran binding library, else found by
 /// unwinding.
 #[inline(always)]
-pub fn site_of(ra: usize) -> usize {
+pub fn site_of(ra: usize) -> SiteRef {
     let depth = DEPTH.load(Relaxed);
     if depth <= 1 && !in_binding(ra) {
-        ra
+        SiteRef::native(ra)
     } else {
-        unwound_site(depth)
+        SiteRef::native(unwound_site(depth))
     }
 }
 
@@ -53,8 +117,8 @@ impl Guard {
     /// a Python line when the call came from Python through mpi4py (and
     /// Python sites are on), else [`site_of`]. Found once per call.
     #[inline(always)]
-    pub fn site(&mut self, ra: usize) -> usize {
-        if self.memo.0 == ra && self.memo.1 != 0 {
+    pub fn site(&mut self, ra: usize) -> SiteRef {
+        if self.memo.0 == ra && !self.memo.1.is_none() {
             return self.memo.1;
         }
         let s = if crate::py::ON.load(Relaxed) {
@@ -67,7 +131,7 @@ impl Guard {
     }
 
     #[inline(never)]
-    fn python_site(&mut self, ra: usize) -> usize {
+    fn python_site(&mut self, ra: usize) -> SiteRef {
         if crate::py::in_mpi4py(ra) {
             let depth = DEPTH.load(Relaxed);
             if let Ok(s) = crate::py::site(&mut self.ts().py, ra, depth) {

@@ -9,9 +9,9 @@ use super::*;
 
 /// The aggregation key.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct Key {
-    pub ra: usize,
-    pub post_ra: usize,
+pub struct CallKey {
+    pub ra: SiteRef,
+    pub post_ra: SiteRef,
     pub bytes: u64,
     pub p: u32,
     pub peer: i32,
@@ -25,7 +25,7 @@ pub struct Key {
     pub nsend: u16,
 }
 
-impl Key {
+impl CallKey {
     /// What a completion key completed per call; `None` for other
     /// functions (not on the hot path: once per new key and at the end).
     pub fn requests(&self, function: &str) -> Option<mpiover_common::completion::Requests> {
@@ -41,14 +41,14 @@ impl Key {
     #[inline(always)]
     pub(crate) fn hash(&self) -> u64 {
         const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut h = (self.ra as u64).wrapping_mul(K);
+        let mut h = (self.ra.bits() as u64).wrapping_mul(K);
         h = (h.rotate_left(5) ^ self.bytes).wrapping_mul(K);
         h = (h.rotate_left(5) ^ (((self.p as u64) << 32) | self.peer as u32 as u64))
             .wrapping_mul(K);
         h = (h.rotate_left(5)
             ^ (self.fid as u64 | ((self.completes as u64) << 16) | ((self.role as u64) << 32)))
             .wrapping_mul(K);
-        h = (h.rotate_left(5) ^ self.post_ra as u64).wrapping_mul(K);
+        h = (h.rotate_left(5) ^ self.post_ra.bits() as u64).wrapping_mul(K);
         h = (h.rotate_left(5)
             ^ (self.nreq as u64 | ((self.nrecv as u64) << 16) | ((self.nsend as u64) << 32)))
             .wrapping_mul(K);
@@ -58,7 +58,7 @@ impl Key {
 
 /// One key's statistics, durations in raw timer units.
 pub struct KeyStats {
-    pub key: Key,
+    pub key: CallKey,
     pub count: u64,
     pub sum: u64,
     pub min: u64,
@@ -74,14 +74,14 @@ pub struct KeyStats {
     pub tmax_missing: Option<&'static str>,
     /// Posts: the site of the completion that completed this key's
     /// requests (0: none seen yet; the latest one wins).
-    pub done_ra: usize,
+    pub done_ra: SiteRef,
     /// Dense histogram: (count, sum) of buckets `lo..lo + hist.len()`.
     pub hist_lo: u32,
     pub hist: Vec<[u64; 2]>,
 }
 
 impl KeyStats {
-    pub(crate) fn new(key: Key) -> KeyStats {
+    pub(crate) fn new(key: CallKey) -> KeyStats {
         let resolved = if key.fid == FID_OTHER {
             None
         } else {
@@ -91,7 +91,7 @@ impl KeyStats {
                 None
             };
             let function = FN_NAMES.get(key.fid as usize).copied().unwrap_or("?");
-            crate::profile_hook::tmax(&mpiover_common::completion::KeyRef {
+            crate::overhead::tmax(&mpiover_common::completion::KeyRef {
                 function,
                 p: key.p,
                 bytes: key.bytes,
@@ -128,7 +128,7 @@ impl KeyStats {
             tmax_s,
             tmax_composed,
             tmax_missing,
-            done_ra: 0,
+            done_ra: SiteRef::NONE,
             hist_lo: 0,
             hist: Vec::new(),
         }
@@ -236,8 +236,8 @@ impl Table {
     /// Adds a call under `key`; returns the index of its entry, or
     /// `usize::MAX` when the key was folded into `other`.
     #[inline(always)]
-    pub(crate) fn add(&mut self, key: &Key, dt: u64) -> usize {
-        let r = recent_slot(key.ra);
+    pub(crate) fn add(&mut self, key: &CallKey, dt: u64) -> usize {
+        let r = recent_slot(key.ra.bits());
         let last = self.recent.get(r).copied().unwrap_or(usize::MAX);
         if let Some(e) = self.entries.get_mut(last) {
             if e.key == *key {
@@ -253,7 +253,7 @@ impl Table {
     }
 
     #[inline(never)]
-    pub(crate) fn add_slow(&mut self, key: &Key, dt: u64) -> usize {
+    pub(crate) fn add_slow(&mut self, key: &CallKey, dt: u64) -> usize {
         let h = key.hash();
         let mask = self.slots.len() - 1;
         let mut i = (h >> self.shift) as usize;
@@ -294,9 +294,9 @@ impl Table {
     pub(crate) fn fold(&mut self, h: u64, dt: u64) {
         if self.other == usize::MAX {
             self.other = self.entries.len();
-            self.entries.push(KeyStats::new(Key {
-                ra: 0,
-                post_ra: 0,
+            self.entries.push(KeyStats::new(CallKey {
+                ra: SiteRef::NONE,
+                post_ra: SiteRef::NONE,
                 bytes: 0,
                 p: 0,
                 peer: NONE_PEER,

@@ -3,10 +3,10 @@
 use super::*;
 use mpiover_common::histogram::Histogram;
 
-fn key(ra: usize, bytes: u64) -> Key {
-    Key {
-        ra,
-        post_ra: 0,
+fn key(ra: usize, bytes: u64) -> CallKey {
+    CallKey {
+        ra: SiteRef::native(ra),
+        post_ra: SiteRef::NONE,
         bytes,
         p: 2,
         peer: 1,
@@ -70,8 +70,8 @@ fn request_map_insert_find_remove() {
     let mut m = ReqMap::new();
     let r = |h| ReqInfo {
         handle: h,
-        ra: h * 2,
-        init_ra: h * 2,
+        ra: SiteRef::native(h * 2),
+        init_ra: SiteRef::native(h * 2),
         ..ReqInfo::EMPTY
     };
     // Colliding and wrapping probe chains.
@@ -89,7 +89,7 @@ fn request_map_insert_find_remove() {
         let f = m.find(h);
         assert_eq!(f.is_some(), n % 3 != 0, "handle {h}");
         if let Some(i) = f {
-            assert_eq!(m.slots[i].ra, h * 2);
+            assert_eq!(m.slots[i].ra, SiteRef::native(h * 2));
         }
     }
     assert_eq!(m.len, hs.len() - hs.len().div_ceil(3));

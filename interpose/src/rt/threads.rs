@@ -35,7 +35,7 @@ pub struct ThreadState {
     /// Posting entries (index, site, function) of the requests the current
     /// completion call completed; drained by its `event`. Bounded by the
     /// largest request count of one call.
-    pub(crate) done: Vec<(usize, usize, u16)>,
+    pub(crate) done: Vec<(usize, SiteRef, u16)>,
     pub(crate) statuses: Vec<MPI_Status>,
     /// Fortran statuses for calls whose caller passed `MPI_STATUSES_IGNORE`,
     /// and completed indices converted to C's (from 0).

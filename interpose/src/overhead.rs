@@ -36,7 +36,7 @@ use mpiover_common::record::ProfileUse;
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
-use crate::init::warn;
+use crate::run::warn;
 
 /// The profile in use, if any.
 static PROFILE: OnceLock<Profile> = OnceLock::new();
