@@ -10,7 +10,7 @@
 //! the coarse sizes (1, 100, 10^4, 10^6 and the largest), then the others, so
 //! that a run stopped by its time budget still has a usable coarse grid.
 
-use crate::pattern::Kind;
+use crate::pattern::Pattern;
 
 /// Default sizes up to `max`: 1, 10..100 by 10, 200..1000 by 100, ... and `max`.
 pub fn default_sizes(max: u64) -> Vec<u64> {
@@ -105,7 +105,7 @@ pub enum Pair {
 
 #[derive(Debug, Clone)]
 pub struct Job {
-    pub kind: Kind,
+    pub kind: Pattern,
     /// The entries' p: the communicator size, 2 for a pair, the number of
     /// neighbours k of an exchange.
     pub p: u32,
@@ -150,7 +150,7 @@ pub fn exchange_neighbours(quick: bool) -> Vec<u32> {
 /// The planned jobs in canonical order (the job id is the index). `ks`:
 /// the exchange's neighbour counts; `world`: the ranks of the run.
 pub fn plan(
-    kinds: &[Kind],
+    kinds: &[Pattern],
     procs: &[u32],
     ks: &[u32],
     sizes: &[u64],
@@ -160,7 +160,7 @@ pub fn plan(
     let largest = sizes.iter().copied().max().unwrap_or(0);
     let mut jobs = Vec::new();
     for &kind in kinds {
-        let sz: Vec<u64> = if kind == Kind::Barrier {
+        let sz: Vec<u64> = if kind == Pattern::Barrier {
             vec![0]
         } else {
             sizes.to_vec()
@@ -182,7 +182,7 @@ pub fn plan(
             }
         } else {
             // (the entries' p, the ranks that take part)
-            let points: Vec<(u32, u32)> = if kind == Kind::Exchange {
+            let points: Vec<(u32, u32)> = if kind == Pattern::Exchange {
                 ks.iter().map(|&k| (k, world)).collect()
             } else {
                 procs.iter().map(|&p| (p, p)).collect()
@@ -286,7 +286,7 @@ mod tests {
     #[test]
     fn order_is_seeded_and_levelled() {
         let jobs = plan(
-            &[Kind::Allreduce, Kind::Send, Kind::Exchange],
+            &[Pattern::Allreduce, Pattern::Send, Pattern::Exchange],
             &[2, 3, 4],
             &exchange_neighbours(true),
             &default_sizes(1 << 20),
@@ -296,7 +296,7 @@ mod tests {
         // The exchange runs on every rank, whatever its neighbour count.
         let ex: Vec<(u32, u32)> = jobs
             .iter()
-            .filter(|j| j.kind == Kind::Exchange)
+            .filter(|j| j.kind == Pattern::Exchange)
             .map(|j| (j.p, j.ranks))
             .collect();
         assert!(ex.contains(&(1, 4)) && ex.contains(&(2, 4)) && ex.contains(&(26, 4)));

@@ -285,7 +285,7 @@ fn startup_and_shutdown_are_not_mpi_time() {
     assert!((a.time_share_of_mpi - b.time_share_of_mpi).abs() < 1e-12);
     let text = String::from_utf8(crate::export::export(
         &r,
-        crate::export::Format::Text,
+        crate::export::ReportFormat::Text,
         &crate::export::ExportOptions {
             top: None,
             color: false,
