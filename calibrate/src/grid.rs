@@ -10,6 +10,8 @@
 //! the coarse sizes (1, 100, 10^4, 10^6 and the largest), then the others, so
 //! that a run stopped by its time budget still has a usable coarse grid.
 
+use mpiover_common::rng::Rng;
+
 use crate::pattern::Pattern;
 
 /// Default sizes up to `max`: 1, 10..100 by 10, 200..1000 by 100, ... and `max`.
@@ -204,25 +206,6 @@ pub fn plan(
         }
     }
     jobs
-}
-
-/// SplitMix64: small, seedable, good enough to shuffle.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
 }
 
 /// Job ids in run order: shuffled (Fisher-Yates) within each level.

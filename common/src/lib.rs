@@ -12,6 +12,8 @@
 //!   (what a wait in them means).
 //! - [`profile`]: the calibrated tmax profile (`mpiover-profile/1`) and its lookup.
 //! - [`run`]: loading and checking a run directory (all ranks' records).
+//! - [`rng`]: the deterministic generator of the synthetic records and the
+//!   calibrator's run order.
 //! - [`rundir`]: the default run-directory name.
 //! - [`settings`]: the `MPIOVER_*` environment variables and their typed values.
 
@@ -23,6 +25,7 @@ pub mod host;
 pub mod joblog;
 pub mod profile;
 pub mod record;
+pub mod rng;
 pub mod run;
 pub mod rundir;
 pub mod settings;

@@ -58,7 +58,11 @@ mod tests {
         assert_eq!(got, PINNED);
     }
 
-    const PINNED: [u64; 3] = [0x0d83_b3e2_9a21_487a, 0x54c4_4c79_f1fe_9d67, 0xa845_f342_007a_0e78];
+    const PINNED: [u64; 3] = [
+        0x0d83_b3e2_9a21_487a,
+        0x54c4_4c79_f1fe_9d67,
+        0xa845_f342_007a_0e78,
+    ];
 
     #[test]
     fn unit_and_below_stay_in_range() {
