@@ -139,5 +139,5 @@ pub fn program_name(command: &[OsString], behind_launcher: bool) -> String {
         command.first()
     };
     let base = prog.map(|p| base_name(p)).unwrap_or_default();
-    mpiover_common::rundir::program_component(&base)
+    mpiover_common::run::dir::program_component(&base)
 }
