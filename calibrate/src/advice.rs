@@ -2,16 +2,16 @@
 //! and which option fixes each cause: the budget that cut an entry short is
 //! the one to raise, not another.
 
-use mpiover_common::profile::{Basis, Entry, Profile, StopReason};
+use mpiover_common::profile::{Basis, Profile, ProfileEntry, StopReason};
 
 /// At most this many entries are named in one line.
 const NAMED: usize = 4;
 
-fn name(e: &Entry) -> String {
+fn name(e: &ProfileEntry) -> String {
     format!("{} p={} {} B (n = {})", e.function, e.p, e.bytes, e.n)
 }
 
-fn listed(es: &[&Entry]) -> String {
+fn listed(es: &[&ProfileEntry]) -> String {
     let mut s: Vec<String> = es.iter().take(NAMED).map(|e| name(e)).collect();
     if es.len() > NAMED {
         s.push(format!("{} more", es.len() - NAMED));
@@ -106,7 +106,7 @@ pub(crate) fn warnings(prof: &Profile, output: &str) -> Vec<String> {
         ));
     }
     let min = prof.method.min_samples;
-    let short = |stop: StopReason| -> Vec<&Entry> {
+    let short = |stop: StopReason| -> Vec<&ProfileEntry> {
         prof.entries
             .iter()
             .filter(|e| e.n < min && e.stop == Some(stop))
@@ -141,7 +141,7 @@ pub(crate) fn warnings(prof: &Profile, output: &str) -> Vec<String> {
             listed(&by_run)
         ));
     }
-    let skewed: Vec<&Entry> = prof
+    let skewed: Vec<&ProfileEntry> = prof
         .entries
         .iter()
         .filter(|e| Basis::judged(e, &prof.method).skewed)
@@ -167,8 +167,8 @@ mod tests {
     use super::*;
     use mpiover_common::profile::{Environment, Measured, Method, Skipped};
 
-    fn entry(n: u64, stop: StopReason) -> Entry {
-        Entry {
+    fn entry(n: u64, stop: StopReason) -> ProfileEntry {
+        ProfileEntry {
             function: "MPI_Allreduce".into(),
             p: 4,
             bytes: 1,
@@ -208,7 +208,7 @@ mod tests {
         }
     }
 
-    fn profile(entries: Vec<Entry>, pace: Option<f64>) -> Profile {
+    fn profile(entries: Vec<ProfileEntry>, pace: Option<f64>) -> Profile {
         let mut p = Profile::new(
             Environment::default(),
             Method {

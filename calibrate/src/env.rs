@@ -7,7 +7,7 @@ use crate::mpi::{self, Comm};
 
 /// What rank 0 knows about the job after [`gather`]; every rank gets
 /// `host_of` (the host index of every world rank) and its own host's counts.
-pub struct Layout {
+pub struct HostLayout {
     /// Host index of every world rank.
     pub host_of: Vec<u32>,
     /// CPUs the ranks on this rank's host may run on together (the union of
@@ -33,7 +33,7 @@ fn cpu_ids(list: &str) -> Vec<u32> {
 }
 
 /// Gather host names and bindings; the environment is complete on rank 0.
-pub fn gather(world: Comm, command: Vec<String>, date: String) -> (Layout, Environment) {
+pub fn gather(world: Comm, command: Vec<String>, date: String) -> (HostLayout, Environment) {
     let me = mpi::rank(world);
     let p = mpi::size(world) as usize;
     let name = mpi::processor_name();
@@ -74,7 +74,7 @@ pub fn gather(world: Comm, command: Vec<String>, date: String) -> (Layout, Envir
         }
     }
     mpi::bcast_bytes(&mut host_cpus, 0, world);
-    let layout = Layout {
+    let layout = HostLayout {
         host_cpus: host_cpus
             .get(4 * me as usize..4 * me as usize + 4)
             .map_or(0, |c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),

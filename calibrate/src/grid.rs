@@ -10,7 +10,9 @@
 //! the coarse sizes (1, 100, 10^4, 10^6 and the largest), then the others, so
 //! that a run stopped by its time budget still has a usable coarse grid.
 
-use crate::pattern::Kind;
+use mpiover_common::rng::Rng;
+
+use crate::pattern::Pattern;
 
 /// Default sizes up to `max`: 1, 10..100 by 10, 200..1000 by 100, ... and `max`.
 pub fn default_sizes(max: u64) -> Vec<u64> {
@@ -105,7 +107,7 @@ pub enum Pair {
 
 #[derive(Debug, Clone)]
 pub struct Job {
-    pub kind: Kind,
+    pub kind: Pattern,
     /// The entries' p: the communicator size, 2 for a pair, the number of
     /// neighbours k of an exchange.
     pub p: u32,
@@ -150,7 +152,7 @@ pub fn exchange_neighbours(quick: bool) -> Vec<u32> {
 /// The planned jobs in canonical order (the job id is the index). `ks`:
 /// the exchange's neighbour counts; `world`: the ranks of the run.
 pub fn plan(
-    kinds: &[Kind],
+    kinds: &[Pattern],
     procs: &[u32],
     ks: &[u32],
     sizes: &[u64],
@@ -160,7 +162,7 @@ pub fn plan(
     let largest = sizes.iter().copied().max().unwrap_or(0);
     let mut jobs = Vec::new();
     for &kind in kinds {
-        let sz: Vec<u64> = if kind == Kind::Barrier {
+        let sz: Vec<u64> = if kind == Pattern::Barrier {
             vec![0]
         } else {
             sizes.to_vec()
@@ -182,7 +184,7 @@ pub fn plan(
             }
         } else {
             // (the entries' p, the ranks that take part)
-            let points: Vec<(u32, u32)> = if kind == Kind::Exchange {
+            let points: Vec<(u32, u32)> = if kind == Pattern::Exchange {
                 ks.iter().map(|&k| (k, world)).collect()
             } else {
                 procs.iter().map(|&p| (p, p)).collect()
@@ -204,25 +206,6 @@ pub fn plan(
         }
     }
     jobs
-}
-
-/// SplitMix64: small, seedable, good enough to shuffle.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
 }
 
 /// Job ids in run order: shuffled (Fisher-Yates) within each level.
@@ -286,7 +269,7 @@ mod tests {
     #[test]
     fn order_is_seeded_and_levelled() {
         let jobs = plan(
-            &[Kind::Allreduce, Kind::Send, Kind::Exchange],
+            &[Pattern::Allreduce, Pattern::Send, Pattern::Exchange],
             &[2, 3, 4],
             &exchange_neighbours(true),
             &default_sizes(1 << 20),
@@ -296,7 +279,7 @@ mod tests {
         // The exchange runs on every rank, whatever its neighbour count.
         let ex: Vec<(u32, u32)> = jobs
             .iter()
-            .filter(|j| j.kind == Kind::Exchange)
+            .filter(|j| j.kind == Pattern::Exchange)
             .map(|j| (j.p, j.ranks))
             .collect();
         assert!(ex.contains(&(1, 4)) && ex.contains(&(2, 4)) && ex.contains(&(26, 4)));

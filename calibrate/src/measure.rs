@@ -52,7 +52,7 @@ use mpiover_common::settings::Var;
 
 use crate::clock::Clock;
 use crate::mpi::Comm;
-use crate::pattern::Kind;
+use crate::pattern::Pattern;
 use crate::stat::StatOpts;
 
 mod job;
@@ -91,7 +91,7 @@ pub struct Settings {
 /// What rank 0 of the job learned.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
-    /// Kept samples per entry of the pattern (index of `Kind::entries`).
+    /// Kept samples per entry of the pattern (index of `Pattern::entries`).
     pub samples: Vec<Vec<f64>>,
     /// Dropped samples per entry.
     pub invalid: Vec<u64>,
@@ -230,7 +230,7 @@ fn wait_until(clock: &Clock, t: f64, yield_wait: bool) {
 }
 
 /// Samples per window of each entry (averaged over the two directions).
-fn per_window(kind: Kind, p: i32) -> Vec<f64> {
+fn per_window(kind: Pattern, p: i32) -> Vec<f64> {
     let mut c = vec![0.0; kind.entries().len()];
     for w in 0..2u64 {
         for r in 0..p {
@@ -250,7 +250,7 @@ fn per_window(kind: Kind, p: i32) -> Vec<f64> {
 /// clock time when the whole run's budget ends. Returns the outcome on rank 0.
 #[allow(clippy::too_many_arguments)]
 pub fn run_job(
-    kind: Kind,
+    kind: Pattern,
     k: u32,
     bytes: u64,
     comm: Comm,

@@ -2,7 +2,7 @@
 //! entry per measured key.
 
 use mpiover_common::profile::{
-    fitted, unix_now, Entry, Key, Measured, Method, Profile, RunInfo, Samples,
+    fitted, unix_now, Measured, Method, Profile, ProfileEntry, ProfileKey, RunInfo, Samples,
 };
 
 use mpiover_common::settings::Var;
@@ -134,21 +134,21 @@ pub(crate) fn start_profile(
 
 /// Fit and summarize one entry's sample.
 pub(crate) fn make_entry(
-    key: &Key,
+    key: &ProfileKey,
     out: &measure::Outcome,
     e: usize,
     hosts: u32,
     stats: &StatOpts,
     run: &str,
     windowed: bool,
-) -> Option<Entry> {
+) -> Option<ProfileEntry> {
     let sample = &out.samples[e];
     if sample.is_empty() {
         return None;
     }
     let s = stat::summarize_sample(sample);
     let fit = stat::fit_sample(sample, stats);
-    let mut entry = Entry {
+    let mut entry = ProfileEntry {
         function: key.function.clone(),
         p: key.p,
         bytes: key.bytes,

@@ -39,7 +39,7 @@ mod window;
 pub use window::run_window;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Kind {
+pub enum Pattern {
     Send,
     Ssend,
     Nonblocking,
@@ -77,32 +77,32 @@ const fn e(function: &'static str, role: Option<&'static str>) -> EntryDef {
     EntryDef { function, role }
 }
 
-pub const ALL: &[Kind] = &[
-    Kind::Send,
-    Kind::Ssend,
-    Kind::Nonblocking,
-    Kind::Sendrecv,
-    Kind::Bcast,
-    Kind::Reduce,
-    Kind::Allreduce,
-    Kind::Gather,
-    Kind::Gatherv,
-    Kind::Scatter,
-    Kind::Scatterv,
-    Kind::Allgather,
-    Kind::Allgatherv,
-    Kind::Alltoall,
-    Kind::Alltoallv,
-    Kind::Alltoallw,
-    Kind::Barrier,
-    Kind::Scan,
-    Kind::Exscan,
-    Kind::ReduceScatter,
-    Kind::ReduceScatterBlock,
-    Kind::Exchange,
+pub const ALL: &[Pattern] = &[
+    Pattern::Send,
+    Pattern::Ssend,
+    Pattern::Nonblocking,
+    Pattern::Sendrecv,
+    Pattern::Bcast,
+    Pattern::Reduce,
+    Pattern::Allreduce,
+    Pattern::Gather,
+    Pattern::Gatherv,
+    Pattern::Scatter,
+    Pattern::Scatterv,
+    Pattern::Allgather,
+    Pattern::Allgatherv,
+    Pattern::Alltoall,
+    Pattern::Alltoallv,
+    Pattern::Alltoallw,
+    Pattern::Barrier,
+    Pattern::Scan,
+    Pattern::Exscan,
+    Pattern::ReduceScatter,
+    Pattern::ReduceScatterBlock,
+    Pattern::Exchange,
 ];
 
-impl Kind {
+impl Pattern {
     /// Whether the pattern runs on a pair (its function is point-to-point).
     pub fn p2p(self) -> bool {
         self.function().scope == Scope::PointToPoint
@@ -115,11 +115,11 @@ impl Kind {
 
     pub fn name(self) -> &'static str {
         match self {
-            Kind::Send => "Send/Recv",
-            Kind::Ssend => "Ssend",
-            Kind::Nonblocking => "Isend/Irecv+Wait",
-            Kind::Sendrecv => "Sendrecv",
-            Kind::Exchange => "Irecv+Isend+Waitall exchange",
+            Pattern::Send => "Send/Recv",
+            Pattern::Ssend => "Ssend",
+            Pattern::Nonblocking => "Isend/Irecv+Wait",
+            Pattern::Sendrecv => "Sendrecv",
+            Pattern::Exchange => "Irecv+Isend+Waitall exchange",
             k => k.function().name,
         }
     }
@@ -127,44 +127,44 @@ impl Kind {
     /// The catalogue entry of the pattern's (first) timed function.
     pub fn function(self) -> &'static Function {
         match self {
-            Kind::Send => &table::SEND,
-            Kind::Ssend => &table::SSEND,
-            Kind::Nonblocking => &table::ISEND,
-            Kind::Sendrecv => &table::SENDRECV,
-            Kind::Bcast => &table::BCAST,
-            Kind::Reduce => &table::REDUCE,
-            Kind::Allreduce => &table::ALLREDUCE,
-            Kind::Gather => &table::GATHER,
-            Kind::Gatherv => &table::GATHERV,
-            Kind::Scatter => &table::SCATTER,
-            Kind::Scatterv => &table::SCATTERV,
-            Kind::Allgather => &table::ALLGATHER,
-            Kind::Allgatherv => &table::ALLGATHERV,
-            Kind::Alltoall => &table::ALLTOALL,
-            Kind::Alltoallv => &table::ALLTOALLV,
-            Kind::Alltoallw => &table::ALLTOALLW,
-            Kind::Barrier => &table::BARRIER,
-            Kind::Scan => &table::SCAN,
-            Kind::Exscan => &table::EXSCAN,
-            Kind::ReduceScatter => &table::REDUCE_SCATTER,
-            Kind::ReduceScatterBlock => &table::REDUCE_SCATTER_BLOCK,
-            Kind::Exchange => &table::WAITALL,
+            Pattern::Send => &table::SEND,
+            Pattern::Ssend => &table::SSEND,
+            Pattern::Nonblocking => &table::ISEND,
+            Pattern::Sendrecv => &table::SENDRECV,
+            Pattern::Bcast => &table::BCAST,
+            Pattern::Reduce => &table::REDUCE,
+            Pattern::Allreduce => &table::ALLREDUCE,
+            Pattern::Gather => &table::GATHER,
+            Pattern::Gatherv => &table::GATHERV,
+            Pattern::Scatter => &table::SCATTER,
+            Pattern::Scatterv => &table::SCATTERV,
+            Pattern::Allgather => &table::ALLGATHER,
+            Pattern::Allgatherv => &table::ALLGATHERV,
+            Pattern::Alltoall => &table::ALLTOALL,
+            Pattern::Alltoallv => &table::ALLTOALLV,
+            Pattern::Alltoallw => &table::ALLTOALLW,
+            Pattern::Barrier => &table::BARRIER,
+            Pattern::Scan => &table::SCAN,
+            Pattern::Exscan => &table::EXSCAN,
+            Pattern::ReduceScatter => &table::REDUCE_SCATTER,
+            Pattern::ReduceScatterBlock => &table::REDUCE_SCATTER_BLOCK,
+            Pattern::Exchange => &table::WAITALL,
         }
     }
 
     /// The entries this pattern produces, in a fixed order.
     pub fn entries(self) -> Vec<EntryDef> {
         match self {
-            Kind::Send => vec![e("MPI_Send", None), e("MPI_Recv", None)],
-            Kind::Ssend => vec![e("MPI_Ssend", None)],
-            Kind::Nonblocking => vec![
+            Pattern::Send => vec![e("MPI_Send", None), e("MPI_Recv", None)],
+            Pattern::Ssend => vec![e("MPI_Ssend", None)],
+            Pattern::Nonblocking => vec![
                 e("MPI_Isend", None),
                 e("MPI_Wait", Some("MPI_Isend")),
                 e("MPI_Irecv", None),
                 e("MPI_Wait", Some("MPI_Irecv")),
             ],
-            Kind::Sendrecv => vec![e("MPI_Sendrecv", None)],
-            Kind::Exchange => vec![e("MPI_Waitall", Some("exchange"))],
+            Pattern::Sendrecv => vec![e("MPI_Sendrecv", None)],
+            Pattern::Exchange => vec![e("MPI_Waitall", Some("exchange"))],
             k if k.rooted() => vec![
                 e(k.function().name, Some("root")),
                 e(k.function().name, Some("nonroot")),
@@ -176,24 +176,24 @@ impl Kind {
     /// Timed calls per rank and window.
     pub fn slots(self) -> usize {
         match self {
-            Kind::Nonblocking => 4,
-            Kind::Send | Kind::Ssend => 2,
+            Pattern::Nonblocking => 4,
+            Pattern::Send | Pattern::Ssend => 2,
             _ => 1,
         }
     }
 
-    /// Which entry (index into [`Kind::entries`]) the call in `slot` of rank
+    /// Which entry (index into [`Pattern::entries`]) the call in `slot` of rank
     /// `me` in window `w` belongs to; `None` when it is not recorded.
     pub fn entry_of(self, me: i32, slot: usize, w: u64) -> Option<usize> {
         // The ping's sender sends first (slot 0) and receives the pong
         // (slot 1); its partner receives first and sends the pong.
         let sends = (me == (w % 2) as i32) == (slot < self.slots() / 2);
         match self {
-            Kind::Send => Some(if sends { 0 } else { 1 }),
-            Kind::Ssend => sends.then_some(0),
+            Pattern::Send => Some(if sends { 0 } else { 1 }),
+            Pattern::Ssend => sends.then_some(0),
             // Slots: post, wait, post, wait.
-            Kind::Nonblocking => Some(if sends { slot % 2 } else { 2 + slot % 2 }),
-            Kind::Sendrecv => Some(0),
+            Pattern::Nonblocking => Some(if sends { slot % 2 } else { 2 + slot % 2 }),
+            Pattern::Sendrecv => Some(0),
             k if k.rooted() => Some(if me == 0 { 0 } else { 1 }),
             _ => Some(0),
         }
@@ -203,7 +203,7 @@ impl Kind {
     /// C ints). Barrier has only bytes = 0.
     /// For `Exchange`, p is the number of neighbours k.
     pub fn feasible(self, p: u32, bytes: u64) -> bool {
-        if self == Kind::Barrier {
+        if self == Pattern::Barrier {
             return bytes == 0;
         }
         bytes > 0 && bytes.saturating_mul(p as u64) <= i32::MAX as u64
@@ -251,24 +251,26 @@ pub struct Bufs {
 impl Bufs {
     /// `p` is the communicator's size; `k` the exchange's neighbours (other
     /// patterns ignore it).
-    pub fn new(kind: Kind, p: u32, k: u32, bytes: u64) -> Bufs {
+    pub fn new(kind: Pattern, p: u32, k: u32, bytes: u64) -> Bufs {
         let b = bytes as usize;
         let pp = p as usize;
-        let kk = if kind == Kind::Exchange {
+        let kk = if kind == Pattern::Exchange {
             k as usize
         } else {
             0
         };
         let (s, r) = match kind {
-            Kind::Send | Kind::Ssend | Kind::Nonblocking | Kind::Sendrecv => (b, b),
-            Kind::Bcast => (b, b),
-            Kind::Reduce | Kind::Allreduce | Kind::Scan | Kind::Exscan => (b, b),
-            Kind::Gather | Kind::Gatherv | Kind::Allgather | Kind::Allgatherv => (b, b * pp),
-            Kind::Scatter | Kind::Scatterv => (b * pp, b),
-            Kind::Alltoall | Kind::Alltoallv | Kind::Alltoallw => (b * pp, b * pp),
-            Kind::Barrier => (0, 0),
-            Kind::ReduceScatter | Kind::ReduceScatterBlock => (b * pp, b),
-            Kind::Exchange => (b * kk, b * kk),
+            Pattern::Send | Pattern::Ssend | Pattern::Nonblocking | Pattern::Sendrecv => (b, b),
+            Pattern::Bcast => (b, b),
+            Pattern::Reduce | Pattern::Allreduce | Pattern::Scan | Pattern::Exscan => (b, b),
+            Pattern::Gather | Pattern::Gatherv | Pattern::Allgather | Pattern::Allgatherv => {
+                (b, b * pp)
+            }
+            Pattern::Scatter | Pattern::Scatterv => (b * pp, b),
+            Pattern::Alltoall | Pattern::Alltoallv | Pattern::Alltoallw => (b * pp, b * pp),
+            Pattern::Barrier => (0, 0),
+            Pattern::ReduceScatter | Pattern::ReduceScatterBlock => (b * pp, b),
+            Pattern::Exchange => (b * kk, b * kk),
         };
         // Touch the memory now so that page faults do not land in a window.
         let send = vec![1u8; s.max(1)];
@@ -278,7 +280,7 @@ impl Bufs {
             recv,
             counts: vec![bytes as c_int; pp],
             displs: (0..pp).map(|i| (i * b) as c_int).collect(),
-            types: if kind == Kind::Alltoallw {
+            types: if kind == Pattern::Alltoallw {
                 vec![c::byte(); pp]
             } else {
                 Vec::new()
@@ -362,24 +364,24 @@ mod tests {
     #[test]
     fn roles() {
         // Window 0: rank 0 pings (Send, then Recv), rank 1 pongs.
-        assert_eq!(Kind::Send.entry_of(0, 0, 0), Some(0));
-        assert_eq!(Kind::Send.entry_of(0, 1, 0), Some(1));
-        assert_eq!(Kind::Send.entry_of(1, 0, 0), Some(1));
-        assert_eq!(Kind::Send.entry_of(1, 1, 0), Some(0));
-        assert_eq!(Kind::Send.entry_of(1, 0, 1), Some(0));
-        assert_eq!(Kind::Ssend.entry_of(1, 0, 0), None);
-        assert_eq!(Kind::Ssend.entry_of(1, 1, 0), Some(0));
+        assert_eq!(Pattern::Send.entry_of(0, 0, 0), Some(0));
+        assert_eq!(Pattern::Send.entry_of(0, 1, 0), Some(1));
+        assert_eq!(Pattern::Send.entry_of(1, 0, 0), Some(1));
+        assert_eq!(Pattern::Send.entry_of(1, 1, 0), Some(0));
+        assert_eq!(Pattern::Send.entry_of(1, 0, 1), Some(0));
+        assert_eq!(Pattern::Ssend.entry_of(1, 0, 0), None);
+        assert_eq!(Pattern::Ssend.entry_of(1, 1, 0), Some(0));
         // Nonblocking slots: post, wait, post, wait.
-        assert_eq!(Kind::Nonblocking.entry_of(0, 0, 0), Some(0));
-        assert_eq!(Kind::Nonblocking.entry_of(0, 1, 0), Some(1));
-        assert_eq!(Kind::Nonblocking.entry_of(0, 2, 0), Some(2));
-        assert_eq!(Kind::Nonblocking.entry_of(0, 3, 0), Some(3));
-        assert_eq!(Kind::Nonblocking.entry_of(1, 1, 0), Some(3));
-        assert_eq!(Kind::Nonblocking.entry_of(1, 3, 0), Some(1));
-        assert_eq!(Kind::Bcast.entry_of(0, 0, 5), Some(0));
-        assert_eq!(Kind::Bcast.entry_of(2, 0, 5), Some(1));
-        assert_eq!(Kind::Exchange.entry_of(3, 0, 1), Some(0));
-        assert!(!Kind::Barrier.feasible(2, 1));
-        assert!(Kind::Barrier.feasible(2, 0));
+        assert_eq!(Pattern::Nonblocking.entry_of(0, 0, 0), Some(0));
+        assert_eq!(Pattern::Nonblocking.entry_of(0, 1, 0), Some(1));
+        assert_eq!(Pattern::Nonblocking.entry_of(0, 2, 0), Some(2));
+        assert_eq!(Pattern::Nonblocking.entry_of(0, 3, 0), Some(3));
+        assert_eq!(Pattern::Nonblocking.entry_of(1, 1, 0), Some(3));
+        assert_eq!(Pattern::Nonblocking.entry_of(1, 3, 0), Some(1));
+        assert_eq!(Pattern::Bcast.entry_of(0, 0, 5), Some(0));
+        assert_eq!(Pattern::Bcast.entry_of(2, 0, 5), Some(1));
+        assert_eq!(Pattern::Exchange.entry_of(3, 0, 1), Some(0));
+        assert!(!Pattern::Barrier.feasible(2, 1));
+        assert!(Pattern::Barrier.feasible(2, 0));
     }
 }

@@ -2,11 +2,11 @@
 //! the patterns and entries, process counts, neighbour counts, sizes, budgets;
 //! the host-interleaved rank order; the profile keys of a job.
 
-use mpiover_common::profile::Key;
+use mpiover_common::profile::ProfileKey;
 
 use crate::args::Args;
 use crate::grid::{self, Job, Pair};
-use crate::pattern::{self, Kind};
+use crate::pattern::{self, Pattern};
 
 /// --quick's target wall time: under the 2 minutes a quick calibration may
 /// take with -np 4 on a 2-core machine, with room for start-up, the clock
@@ -18,7 +18,7 @@ pub(crate) const PACE_FLOOR_S: f64 = 0.1;
 
 /// Everything that all ranks decide the same way from the arguments.
 pub(crate) struct Plan {
-    pub(crate) kinds: Vec<Kind>,
+    pub(crate) kinds: Vec<Pattern>,
     pub(crate) selected: Vec<Vec<bool>>,
     pub(crate) functions: Vec<String>,
     pub(crate) procs: Vec<u32>,
@@ -108,7 +108,7 @@ pub(crate) fn make_plan(a: &Args, world_size: u32) -> Result<Plan, String> {
     sizes.retain(|&b| b <= max_bytes);
     sizes.sort_unstable();
     sizes.dedup();
-    if sizes.is_empty() && kinds.iter().any(|&k| k != Kind::Barrier) {
+    if sizes.is_empty() && kinds.iter().any(|&k| k != Pattern::Barrier) {
         return Err("no message sizes left (check --sizes and --max-bytes)".into());
     }
     if !(0.8..1.0).contains(&a.q_max) {
@@ -196,18 +196,18 @@ pub(crate) fn interleaved(host_of: &[u32]) -> Vec<i32> {
 pub(crate) fn same_host_of(job: &Job, hosts: u32) -> Option<bool> {
     match job.pair {
         Some(p) => Some(p == Pair::SameHost),
-        None if job.kind == Kind::Exchange => Some(hosts <= 1),
+        None if job.kind == Pattern::Exchange => Some(hosts <= 1),
         None => None,
     }
 }
 
-pub(crate) fn keys_of(job: &Job, kind_sel: &[bool], same_host: Option<bool>) -> Vec<Key> {
+pub(crate) fn keys_of(job: &Job, kind_sel: &[bool], same_host: Option<bool>) -> Vec<ProfileKey> {
     job.kind
         .entries()
         .iter()
         .zip(kind_sel)
         .filter(|(_, &s)| s)
-        .map(|(d, _)| Key {
+        .map(|(d, _)| ProfileKey {
             function: d.function.to_string(),
             p: job.p,
             bytes: job.bytes,

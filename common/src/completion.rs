@@ -264,10 +264,10 @@ pub fn resolve(prof: &Profile, k: &KeyRef) -> Result<Resolved, Missing> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{Entry, Environment, Method};
+    use crate::profile::{Environment, Method, ProfileEntry};
 
-    fn entry(function: &str, role: Option<&str>, p: u32, bytes: u64, tmax: f64) -> Entry {
-        let mut e: Entry = serde_json::from_value(serde_json::json!({
+    fn entry(function: &str, role: Option<&str>, p: u32, bytes: u64, tmax: f64) -> ProfileEntry {
+        let mut e: ProfileEntry = serde_json::from_value(serde_json::json!({
             "function": function, "p": p, "bytes": bytes, "role": role,
             "n": 400, "n_invalid": 0, "min_s": tmax / 2.0, "median_s": tmax / 1.5,
             "tmax_s": tmax, "accepted": true, "fallback": false

@@ -11,8 +11,10 @@
 //! - [`functions`]: the catalogue of communication events and their class
 //!   (what a wait in them means).
 //! - [`profile`]: the calibrated tmax profile (`mpiover-profile/1`) and its lookup.
-//! - [`run`]: loading and checking a run directory (all ranks' records).
-//! - [`rundir`]: the default run-directory name.
+//! - [`run`]: loading and checking a run directory (all ranks' records), and
+//!   its default name ([`run::dir`]).
+//! - [`rng`]: the deterministic generator of the synthetic records and the
+//!   calibrator's run order.
 //! - [`settings`]: the `MPIOVER_*` environment variables and their typed values.
 
 pub mod completion;
@@ -23,7 +25,9 @@ pub mod host;
 pub mod joblog;
 pub mod profile;
 pub mod record;
+pub mod rng;
 pub mod run;
-pub mod rundir;
+/// The old path of [`run::dir`], kept while `interpose` still names it.
+pub use run::dir as rundir;
 pub mod settings;
 pub mod timer;

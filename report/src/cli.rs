@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use crate::analysis::{analyze_dir, Options};
-use crate::export::{export, ExportOptions, Format};
+use crate::export::{export, ExportOptions, ReportFormat};
 use crate::model::Report;
 use crate::tmax::{open_profile, TmaxSource};
 
@@ -51,7 +51,7 @@ pub struct ReportArgs {
     pub run_dir: PathBuf,
     /// Output format (default: from -o's extension, else text).
     #[arg(long, short = 'f', value_enum)]
-    pub format: Option<Format>,
+    pub format: Option<ReportFormat>,
     /// Write to this file instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -178,11 +178,11 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<()> {
     a.analysis.check()?;
     let format = match (a.format, &a.output) {
         (Some(f), _) => f,
-        (None, Some(p)) => Format::from_path(p).unwrap_or(Format::Text),
-        (None, None) => Format::Text,
+        (None, Some(p)) => ReportFormat::from_path(p).unwrap_or(ReportFormat::Text),
+        (None, None) => ReportFormat::Text,
     };
     let tmax = a.analysis.tmax()?;
-    let html = format == Format::Html;
+    let html = format == ReportFormat::Html;
     let detail = if html { a.top.unwrap_or(20).max(1) } else { 0 };
     let report = analyze_dir(
         &a.run_dir,
@@ -199,7 +199,7 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<()> {
     write_out(a.output.as_deref(), &bytes)?;
     // The text report shows its warnings; other outputs get them on stderr
     // (after the output is written, so that a failed write is the only message).
-    if format != Format::Text || a.output.is_some() {
+    if format != ReportFormat::Text || a.output.is_some() {
         for w in &report.warnings {
             eprintln!("mpiover: warning: {w}");
         }

@@ -32,8 +32,8 @@ pub struct FitArgs {
     #[arg(long, value_name = "SECONDS")]
     pub bin_width: Option<f64>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = FitFormat::Text)]
+    pub format: FitFormat,
     /// Keep the maximum-likelihood lambda of the Poisson and exponential models (skip the
     /// refinement of the overhead paper eq. 10).
     #[arg(long)]
@@ -44,7 +44,7 @@ pub struct FitArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub enum FitFormat {
     Text,
     Json,
 }
@@ -84,7 +84,7 @@ pub fn run(args: &FitArgs) -> anyhow::Result<()> {
     let sample = parse_times(&name, &text)?;
     let result = fit(&sample, &opts).with_context(|| format!("cannot fit {name}"))?;
     let out = match args.format {
-        Format::Json => {
+        FitFormat::Json => {
             let mut s = serde_json::to_string_pretty(&JsonOut {
                 file: &name,
                 fit: &result,
@@ -92,7 +92,7 @@ pub fn run(args: &FitArgs) -> anyhow::Result<()> {
             s.push('\n');
             s
         }
-        Format::Text => render_text(&name, &result),
+        FitFormat::Text => render_text(&name, &result),
     };
     mpiover_report::cli::write_out(None, out.as_bytes())
 }

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use mpiover_common::profile::{Entry, Key, Profile};
+use mpiover_common::profile::{Profile, ProfileEntry, ProfileKey};
 use mpiover_stats::{fit, FitOptions, FitResult, Stop, StoppingRule};
 use serde::Serialize;
 
@@ -45,7 +45,7 @@ pub fn fit_options(p: &Profile) -> FitOptions {
 }
 
 /// An entry's samples in measurement order; an error names the entry.
-pub fn entry_times(path: &Path, e: &Entry) -> anyhow::Result<Option<Vec<f64>>> {
+pub fn entry_times(path: &Path, e: &ProfileEntry) -> anyhow::Result<Option<Vec<f64>>> {
     match &e.samples {
         None => Ok(None),
         Some(s) => s.times_s().map(Some).map_err(|err| {
@@ -75,7 +75,12 @@ pub struct EntryCheck {
 }
 
 /// Fits one entry's sample and answers the three questions.
-pub fn check_entry(key: &Key, times: &[f64], opts: &FitOptions, rule: &StoppingRule) -> EntryCheck {
+pub fn check_entry(
+    key: &ProfileKey,
+    times: &[f64],
+    opts: &FitOptions,
+    rule: &StoppingRule,
+) -> EntryCheck {
     let whole = fit(times, opts).ok();
     let even: Vec<f64> = times.iter().step_by(2).copied().collect();
     let odd: Vec<f64> = times.iter().skip(1).step_by(2).copied().collect();
@@ -237,12 +242,13 @@ fn compare(
             continue;
         };
         common += 1;
-        let refit = |prof_opts: &FitOptions, x: &Entry, path: &Path| -> anyhow::Result<f64> {
-            Ok(match entry_times(path, x)? {
-                Some(times) => fit(&times, prof_opts).map_or(x.tmax_s, |r: FitResult| r.tmax_s),
-                None => x.tmax_s,
-            })
-        };
+        let refit =
+            |prof_opts: &FitOptions, x: &ProfileEntry, path: &Path| -> anyhow::Result<f64> {
+                Ok(match entry_times(path, x)? {
+                    Some(times) => fit(&times, prof_opts).map_or(x.tmax_s, |r: FitResult| r.tmax_s),
+                    None => x.tmax_s,
+                })
+            };
         t.push(ratio(refit(opts, e, path)?, refit(&oopts, f, other)?));
         if let (Some(a), Some(b)) = (e.q99_s, f.q99_s) {
             q99.push(ratio(a, b));
@@ -375,7 +381,7 @@ pub fn refit(path: &Path, output: &Path) -> anyhow::Result<String> {
             modelled += 1;
             *fams.entry(m.to_string()).or_insert(0) += 1;
         }
-        p.entries[i] = mpiover_common::profile::Entry {
+        p.entries[i] = mpiover_common::profile::ProfileEntry {
             samples: p.entries[i].samples.clone(),
             ..merged
         };

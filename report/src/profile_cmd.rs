@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::Subcommand;
-use mpiover_common::profile::{Entry, Profile, Query};
+use mpiover_common::profile::{Profile, ProfileEntry, Query};
 
 #[derive(Debug, Subcommand)]
 pub enum ProfileCmd {
@@ -189,8 +189,8 @@ fn print_lines(lines: &[String]) -> anyhow::Result<()> {
 }
 
 /// The entries of `want` (all without), in the table's order.
-fn shown_entries<'a>(prof: &'a Profile, want: Option<&str>) -> Vec<&'a Entry> {
-    let mut entries: Vec<&Entry> = prof
+fn shown_entries<'a>(prof: &'a Profile, want: Option<&str>) -> Vec<&'a ProfileEntry> {
+    let mut entries: Vec<&ProfileEntry> = prof
         .entries
         .iter()
         .filter(|e| want.is_none_or(|w| e.function == w))
@@ -344,7 +344,7 @@ fn show_runs(prof: &Profile, lines: &mut Vec<String>) {
 }
 
 /// The table: one line per base point.
-fn show_entries(entries: &[&Entry], lines: &mut Vec<String>) {
+fn show_entries(entries: &[&ProfileEntry], lines: &mut Vec<String>) {
     lines.push(String::new());
     lines.push(format!(
         "{:<26} {:>4} {:>8} {:<9} {:>6} {:>6} {:>11} {:>11} {:>11} {:<12} {:>4}",
@@ -381,7 +381,7 @@ fn show_entries(entries: &[&Entry], lines: &mut Vec<String>) {
 
 /// Samples kept and dropped over the shown entries, and where their tmax
 /// comes from.
-fn show_totals(prof: &Profile, entries: &[&Entry], lines: &mut Vec<String>) {
+fn show_totals(prof: &Profile, entries: &[&ProfileEntry], lines: &mut Vec<String>) {
     lines.push(String::new());
     let n: u64 = entries.iter().map(|e| e.n).sum();
     let dropped: u64 = entries.iter().map(|e| e.n_invalid).sum();

@@ -211,10 +211,10 @@ impl TmaxSource for ProfileTmax {
 #[cfg(test)]
 mod retarget_tests {
     use super::*;
-    use mpiover_common::profile::{Entry, Environment, Method};
+    use mpiover_common::profile::{Environment, Method, ProfileEntry};
 
-    fn entry(model: Option<&str>, lambda: Option<f64>) -> Entry {
-        let mut e: Entry = serde_json::from_value(serde_json::json!({
+    fn entry(model: Option<&str>, lambda: Option<f64>) -> ProfileEntry {
+        let mut e: ProfileEntry = serde_json::from_value(serde_json::json!({
             "function": "MPI_Recv", "p": 2, "bytes": 8, "role": null,
             "n": 200, "n_invalid": 0, "min_s": 1e-6, "median_s": 1.2e-6,
             "q90_s": 2e-6, "q99_s": 4e-6, "max_s": 8e-6, "tmax_s": 4e-6,

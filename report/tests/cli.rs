@@ -253,7 +253,7 @@ fn diff_of_two_runs() {
         .iter_mut()
         .find(|e| e.function == "MPI_Recv")
         .unwrap();
-    let mut rng = synth::Rng::new(9);
+    let mut rng = mpiover_common::rng::Rng::new(9);
     let d = synth::draw(
         &mut rng,
         synth::Times {

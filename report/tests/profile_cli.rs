@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use mpiover_common::profile::{Entry, Environment, Method, Profile, RunInfo};
+use mpiover_common::profile::{Environment, Method, Profile, ProfileEntry, RunInfo};
 
 fn mpiover(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mpiover"))
@@ -29,7 +29,7 @@ fn tmpdir(name: &str) -> PathBuf {
 
 /// Built from JSON so that fields added to the profile format later (with a
 /// serde default) need no change here.
-fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> Entry {
+fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> ProfileEntry {
     serde_json::from_value(serde_json::json!({
         "function": function,
         "p": p,

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use mpiover_common::record::rank_file_name;
 use mpiover_report::analysis::{analyze_dir, Options};
-use mpiover_report::export::{export, ExportOptions, Format};
+use mpiover_report::export::{export, ExportOptions, ReportFormat};
 use mpiover_report::synth;
 
 /// Whether this run updates snapshots (and so the fixtures too).
@@ -25,7 +25,7 @@ fn check(name: &str, got: &[u8]) {
     });
 }
 
-fn run(fixture: &str, format: Format, threads: usize) -> Vec<u8> {
+fn run(fixture: &str, format: ReportFormat, threads: usize) -> Vec<u8> {
     let opts = Options {
         threads,
         ..Options::default()
@@ -61,33 +61,43 @@ fn fixtures_are_what_the_generator_writes() {
 
 #[test]
 fn text_snapshots() {
-    check("online_txt", &run("run-online", Format::Text, 0));
-    check("noprofile_txt", &run("run-noprofile", Format::Text, 0));
+    check("online_txt", &run("run-online", ReportFormat::Text, 0));
+    check(
+        "noprofile_txt",
+        &run("run-noprofile", ReportFormat::Text, 0),
+    );
 }
 
 #[test]
 fn csv_snapshots() {
-    check("online_csv", &run("run-online", Format::Csv, 0));
-    check("noprofile_csv", &run("run-noprofile", Format::Csv, 0));
+    check("online_csv", &run("run-online", ReportFormat::Csv, 0));
+    check("noprofile_csv", &run("run-noprofile", ReportFormat::Csv, 0));
 }
 
 #[test]
 fn json_snapshots() {
-    check("online_json", &run("run-online", Format::Json, 0));
-    check("noprofile_json", &run("run-noprofile", Format::Json, 0));
+    check("online_json", &run("run-online", ReportFormat::Json, 0));
+    check(
+        "noprofile_json",
+        &run("run-noprofile", ReportFormat::Json, 0),
+    );
 }
 
 #[test]
 fn output_does_not_depend_on_the_number_of_threads() {
-    let one = run("run-online", Format::Json, 1);
+    let one = run("run-online", ReportFormat::Json, 1);
     for t in [2, 3, 4] {
-        assert!(one == run("run-online", Format::Json, t), "{t} threads");
+        assert!(
+            one == run("run-online", ReportFormat::Json, t),
+            "{t} threads"
+        );
     }
 }
 
 #[test]
 fn json_keeps_the_stable_keys_of_the_format() {
-    let v: serde_json::Value = serde_json::from_slice(&run("run-online", Format::Json, 0)).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&run("run-online", ReportFormat::Json, 0)).unwrap();
     assert_eq!(v["schema"], "mpiover-report/2");
     for k in ["ranks", "command", "mpi_library"] {
         assert!(v["run"].get(k).is_some(), "run.{k}");
@@ -115,7 +125,7 @@ fn json_keeps_the_stable_keys_of_the_format() {
         assert!(s.get(k).is_some(), "sites[].{k}");
     }
     let v: serde_json::Value =
-        serde_json::from_slice(&run("run-noprofile", Format::Json, 0)).unwrap();
+        serde_json::from_slice(&run("run-noprofile", ReportFormat::Json, 0)).unwrap();
     assert!(v["summary"]["overhead_s"].is_null());
     assert!(v["sites"][0]["overhead_s"].is_null());
 }
@@ -153,10 +163,10 @@ fn strip_ansi(s: &str) -> String {
 fn colour_changes_nothing_but_escape_codes() {
     for fixture in ["run-online", "run-noprofile"] {
         let r = report_of(fixture);
-        let plain = export(&r, Format::Text, &ExportOptions::default());
+        let plain = export(&r, ReportFormat::Text, &ExportOptions::default());
         let coloured = export(
             &r,
-            Format::Text,
+            ReportFormat::Text,
             &ExportOptions {
                 color: true,
                 ..ExportOptions::default()
@@ -185,7 +195,9 @@ fn html_sites_table_has_tmax_app_share_and_rank_overhead() {
         html[start..end].to_string()
     };
     let r = report_of("run-online");
-    let t = table(&String::from_utf8(export(&r, Format::Html, &ExportOptions::default())).unwrap());
+    let t = table(
+        &String::from_utf8(export(&r, ReportFormat::Html, &ExportOptions::default())).unwrap(),
+    );
     for h in ["Sum tmax", "% app", "Rank overhead min / med / max"] {
         assert!(t.contains(&format!(">{h}</th>")), "{h}: {t}");
     }
@@ -214,7 +226,9 @@ fn html_sites_table_has_tmax_app_share_and_rank_overhead() {
         }
     }
     let r = report_of("run-noprofile");
-    let t = table(&String::from_utf8(export(&r, Format::Html, &ExportOptions::default())).unwrap());
+    let t = table(
+        &String::from_utf8(export(&r, ReportFormat::Html, &ExportOptions::default())).unwrap(),
+    );
     assert!(t.contains(">Rank time min / med / max</th>"), "{t}");
     let p = &r.sites[0].per_rank;
     assert!(t.contains(&format!(

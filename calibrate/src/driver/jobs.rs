@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use mpiover_common::profile::{ClockSync, Key, MpiTValue, Protocol, Skipped};
+use mpiover_common::profile::{ClockSync, MpiTValue, ProfileKey, Protocol, Skipped};
 
 use super::command::Command;
 use super::{Driver, Fail};
@@ -12,14 +12,14 @@ use crate::grid::{self, Job, Pair};
 use crate::measure::{self, Settings, Sync};
 use crate::mpi;
 use crate::output::make_entry;
-use crate::pattern::Kind;
+use crate::pattern::Pattern;
 use crate::plan::{keys_of, same_host_of, PACE_FLOOR_S};
 use crate::progress::Progress;
 use crate::protocol;
 
 impl Driver<'_> {
     /// The profile keys of `job` this run measures.
-    pub(super) fn keys(&self, job: &Job) -> Vec<Key> {
+    pub(super) fn keys(&self, job: &Job) -> Vec<ProfileKey> {
         let kind = self.plan.kinds.iter().position(|&x| x == job.kind);
         let sel = kind.map_or(&[][..], |k| &self.plan.selected[k][..]);
         keys_of(job, sel, same_host_of(job, self.topo.hosts_in(job.ranks)))
@@ -37,7 +37,7 @@ impl Driver<'_> {
     /// The eager limit of each pair kind, when blocking sends are measured
     /// (their wait state depends on it).
     pub(super) fn measure_protocol(&mut self) {
-        if !self.plan.kinds.contains(&Kind::Send) {
+        if !self.plan.kinds.contains(&Pattern::Send) {
             return;
         }
         let mut p = Protocol {
@@ -77,7 +77,7 @@ impl Driver<'_> {
         if self.protocol.is_some() {
             prof.protocol = self.protocol.take();
         }
-        let done: HashSet<Key> = prof.entries.iter().map(|e| e.key()).collect();
+        let done: HashSet<ProfileKey> = prof.entries.iter().map(|e| e.key()).collect();
         let all = grid::order(&self.jobs, self.seed);
         let total = all.len();
         let mut queue: Vec<usize> = all
@@ -308,7 +308,7 @@ impl Driver<'_> {
             if !sel.get(e).copied().unwrap_or(false) {
                 continue;
             }
-            let key = Key {
+            let key = ProfileKey {
                 function: def.function.into(),
                 p: job.p,
                 bytes: job.bytes,

@@ -8,7 +8,7 @@ use crate::args::{Args, SyncArg};
 use crate::clock::{self, Clock};
 use crate::measure::{self, Settings, Sync};
 use crate::output::{start_profile, test_notes};
-use crate::pattern::Kind;
+use crate::pattern::Pattern;
 use crate::plan::{make_plan, Plan};
 use crate::stat::StatOpts;
 use crate::{env, grid, mpi};
@@ -172,7 +172,7 @@ fn method_of(a: &Args, plan: &Plan, seed: u64) -> Method {
         quick: a.quick,
         functions: plan.functions.clone(),
         procs: plan.procs.clone(),
-        exchange_neighbours: if plan.kinds.contains(&Kind::Exchange) {
+        exchange_neighbours: if plan.kinds.contains(&Pattern::Exchange) {
             plan.ks.clone()
         } else {
             Vec::new()

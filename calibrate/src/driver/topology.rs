@@ -3,13 +3,13 @@
 //! communicator per size the jobs need, made of the first ranks of the
 //! host-interleaved order.
 
-use crate::env::Layout;
+use crate::env::HostLayout;
 use crate::grid::{Job, Pair};
 use crate::mpi;
 use crate::plan::interleaved;
 
 pub(super) struct Topology {
-    pub(super) layout: Layout,
+    pub(super) layout: HostLayout,
     /// Ranks in host-interleaved order.
     pub(super) order: Vec<i32>,
     pub(super) same_peer: Option<i32>,
@@ -24,7 +24,7 @@ pub(super) struct Topology {
 
 impl Topology {
     /// The pairs (collective over `world`).
-    pub(super) fn new(world: mpi::Comm, me: i32, layout: Layout) -> Topology {
+    pub(super) fn new(world: mpi::Comm, me: i32, layout: HostLayout) -> Topology {
         let world_size = layout.host_of.len() as i32;
         let order = interleaved(&layout.host_of);
         let same_peer = (1..world_size).find(|&r| layout.host_of[r as usize] == layout.host_of[0]);

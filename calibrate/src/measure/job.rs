@@ -11,12 +11,12 @@ use super::{
 };
 use crate::clock::Clock;
 use crate::mpi::{self, Comm};
-use crate::pattern::{self, Bufs, Kind};
+use crate::pattern::{self, Bufs, Pattern};
 use crate::stat;
 
 /// What stays fixed over a job, and its buffers.
 pub(super) struct Job<'a> {
-    pub kind: Kind,
+    pub kind: Pattern,
     comm: Comm,
     pub clock: &'a Clock,
     pub s: &'a Settings,
@@ -83,7 +83,7 @@ impl<'a> Job<'a> {
     /// point; the job's time starts after both.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        kind: Kind,
+        kind: Pattern,
         k: u32,
         bytes: u64,
         comm: Comm,

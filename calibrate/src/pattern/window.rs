@@ -5,7 +5,7 @@ use std::ffi::{c_int, c_void};
 use mpiover_mpisys as ffi;
 use mpiover_mpisys::consts as c;
 
-use super::{exchange_peers, Bufs, Kind};
+use super::{exchange_peers, Bufs, Pattern};
 use crate::mpi::Comm;
 
 /// Run the calls of one window and write each slot's local duration.
@@ -16,7 +16,14 @@ use crate::mpi::Comm;
 /// read and write its buffers, counts and displacements at the lengths those
 /// imply, which nothing here can check.
 #[inline(never)]
-pub unsafe fn run_window(kind: Kind, comm: Comm, me: i32, w: u64, b: &mut Bufs, out: &mut [f64]) {
+pub unsafe fn run_window(
+    kind: Pattern,
+    comm: Comm,
+    me: i32,
+    w: u64,
+    b: &mut Bufs,
+    out: &mut [f64],
+) {
     let mut win = Window {
         sp: b.send.as_ptr() as *const c_void,
         rp: b.recv.as_mut_ptr() as *mut c_void,
@@ -33,28 +40,28 @@ pub unsafe fn run_window(kind: Kind, comm: Comm, me: i32, w: u64, b: &mut Bufs, 
         out,
     };
     match kind {
-        Kind::Send | Kind::Ssend | Kind::Nonblocking | Kind::Sendrecv => {
+        Pattern::Send | Pattern::Ssend | Pattern::Nonblocking | Pattern::Sendrecv => {
             win.pair(kind, me, (w % 2) as i32)
         }
-        Kind::Exchange => win.exchange(me, b),
+        Pattern::Exchange => win.exchange(me, b),
         // Listed, not `_`: a new pattern must say here which step runs it.
-        Kind::Bcast
-        | Kind::Reduce
-        | Kind::Allreduce
-        | Kind::Gather
-        | Kind::Gatherv
-        | Kind::Scatter
-        | Kind::Scatterv
-        | Kind::Allgather
-        | Kind::Allgatherv
-        | Kind::Alltoall
-        | Kind::Alltoallv
-        | Kind::Alltoallw
-        | Kind::Barrier
-        | Kind::Scan
-        | Kind::Exscan
-        | Kind::ReduceScatter
-        | Kind::ReduceScatterBlock => win.collective(kind, b),
+        Pattern::Bcast
+        | Pattern::Reduce
+        | Pattern::Allreduce
+        | Pattern::Gather
+        | Pattern::Gatherv
+        | Pattern::Scatter
+        | Pattern::Scatterv
+        | Pattern::Allgather
+        | Pattern::Allgatherv
+        | Pattern::Alltoall
+        | Pattern::Alltoallv
+        | Pattern::Alltoallw
+        | Pattern::Barrier
+        | Pattern::Scan
+        | Pattern::Exscan
+        | Pattern::ReduceScatter
+        | Pattern::ReduceScatterBlock => win.collective(kind, b),
     }
 }
 
@@ -90,11 +97,11 @@ macro_rules! timed {
 impl Window<'_> {
     /// Ping-pong: the ping's sender (`sender`, alternating between windows)
     /// sends, then receives the pong; each call is timed on its own.
-    fn pair(&mut self, kind: Kind, me: i32, sender: i32) {
+    fn pair(&mut self, kind: Pattern, me: i32, sender: i32) {
         let (sp, rp, n, byte, st, comm) = (self.sp, self.rp, self.n, self.byte, self.st, self.comm);
         let other = 1 - me;
         match kind {
-            Kind::Send => {
+            Pattern::Send => {
                 if me == sender {
                     timed!(self, 0, ffi::PMPI_Send(sp, n, byte, other, 1, comm));
                     timed!(self, 1, ffi::PMPI_Recv(rp, n, byte, other, 1, comm, st));
@@ -103,7 +110,7 @@ impl Window<'_> {
                     timed!(self, 1, ffi::PMPI_Send(sp, n, byte, other, 1, comm));
                 }
             }
-            Kind::Ssend => {
+            Pattern::Ssend => {
                 if me == sender {
                     timed!(self, 0, ffi::PMPI_Ssend(sp, n, byte, other, 2, comm));
                     timed!(self, 1, ffi::PMPI_Recv(rp, n, byte, other, 2, comm, st));
@@ -112,7 +119,7 @@ impl Window<'_> {
                     timed!(self, 1, ffi::PMPI_Ssend(sp, n, byte, other, 2, comm));
                 }
             }
-            Kind::Nonblocking => {
+            Pattern::Nonblocking => {
                 let mut req: ffi::MPI_Request = c::request_null();
                 if me == sender {
                     timed!(
@@ -142,7 +149,7 @@ impl Window<'_> {
                     timed!(self, 3, ffi::PMPI_Wait(&mut req, st));
                 }
             }
-            Kind::Sendrecv => {
+            Pattern::Sendrecv => {
                 timed!(
                     self,
                     0,
@@ -154,57 +161,61 @@ impl Window<'_> {
     }
 
     /// A collective on the whole communicator, root 0.
-    fn collective(&mut self, kind: Kind, b: &Bufs) {
+    fn collective(&mut self, kind: Pattern, b: &Bufs) {
         let (sp, rp, n, byte, comm) = (self.sp, self.rp, self.n, self.byte, self.comm);
         let (u8t, sum) = (self.u8t, self.sum);
         let (counts, displs, types) = (b.counts.as_ptr(), b.displs.as_ptr(), b.types.as_ptr());
         match kind {
-            Kind::Bcast => timed!(self, 0, ffi::PMPI_Bcast(rp, n, byte, 0, comm)),
-            Kind::Reduce => timed!(self, 0, ffi::PMPI_Reduce(sp, rp, n, u8t, sum, 0, comm)),
-            Kind::Allreduce => timed!(self, 0, ffi::PMPI_Allreduce(sp, rp, n, u8t, sum, comm)),
-            Kind::Gather => timed!(self, 0, ffi::PMPI_Gather(sp, n, byte, rp, n, byte, 0, comm)),
-            Kind::Gatherv => timed!(
+            Pattern::Bcast => timed!(self, 0, ffi::PMPI_Bcast(rp, n, byte, 0, comm)),
+            Pattern::Reduce => timed!(self, 0, ffi::PMPI_Reduce(sp, rp, n, u8t, sum, 0, comm)),
+            Pattern::Allreduce => timed!(self, 0, ffi::PMPI_Allreduce(sp, rp, n, u8t, sum, comm)),
+            Pattern::Gather => timed!(self, 0, ffi::PMPI_Gather(sp, n, byte, rp, n, byte, 0, comm)),
+            Pattern::Gatherv => timed!(
                 self,
                 0,
                 ffi::PMPI_Gatherv(sp, n, byte, rp, counts, displs, byte, 0, comm)
             ),
-            Kind::Scatter => timed!(
+            Pattern::Scatter => timed!(
                 self,
                 0,
                 ffi::PMPI_Scatter(sp, n, byte, rp, n, byte, 0, comm)
             ),
-            Kind::Scatterv => timed!(
+            Pattern::Scatterv => timed!(
                 self,
                 0,
                 ffi::PMPI_Scatterv(sp, counts, displs, byte, rp, n, byte, 0, comm)
             ),
-            Kind::Allgather => timed!(self, 0, ffi::PMPI_Allgather(sp, n, byte, rp, n, byte, comm)),
-            Kind::Allgatherv => timed!(
+            Pattern::Allgather => {
+                timed!(self, 0, ffi::PMPI_Allgather(sp, n, byte, rp, n, byte, comm))
+            }
+            Pattern::Allgatherv => timed!(
                 self,
                 0,
                 ffi::PMPI_Allgatherv(sp, n, byte, rp, counts, displs, byte, comm)
             ),
-            Kind::Alltoall => timed!(self, 0, ffi::PMPI_Alltoall(sp, n, byte, rp, n, byte, comm)),
-            Kind::Alltoallv => timed!(
+            Pattern::Alltoall => {
+                timed!(self, 0, ffi::PMPI_Alltoall(sp, n, byte, rp, n, byte, comm))
+            }
+            Pattern::Alltoallv => timed!(
                 self,
                 0,
                 ffi::PMPI_Alltoallv(sp, counts, displs, byte, rp, counts, displs, byte, comm)
             ),
             // Displacements of Alltoallw are in bytes: those of MPI_BYTE blocks.
-            Kind::Alltoallw => timed!(
+            Pattern::Alltoallw => timed!(
                 self,
                 0,
                 ffi::PMPI_Alltoallw(sp, counts, displs, types, rp, counts, displs, types, comm)
             ),
-            Kind::Barrier => timed!(self, 0, ffi::PMPI_Barrier(comm)),
-            Kind::Scan => timed!(self, 0, ffi::PMPI_Scan(sp, rp, n, u8t, sum, comm)),
-            Kind::Exscan => timed!(self, 0, ffi::PMPI_Exscan(sp, rp, n, u8t, sum, comm)),
-            Kind::ReduceScatter => timed!(
+            Pattern::Barrier => timed!(self, 0, ffi::PMPI_Barrier(comm)),
+            Pattern::Scan => timed!(self, 0, ffi::PMPI_Scan(sp, rp, n, u8t, sum, comm)),
+            Pattern::Exscan => timed!(self, 0, ffi::PMPI_Exscan(sp, rp, n, u8t, sum, comm)),
+            Pattern::ReduceScatter => timed!(
                 self,
                 0,
                 ffi::PMPI_Reduce_scatter(sp, rp, counts, u8t, sum, comm)
             ),
-            Kind::ReduceScatterBlock => timed!(
+            Pattern::ReduceScatterBlock => timed!(
                 self,
                 0,
                 ffi::PMPI_Reduce_scatter_block(sp, rp, n, u8t, sum, comm)

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
-use mpiover_common::profile::{Key, Profile};
+use mpiover_common::profile::{Profile, ProfileKey};
 
 pub(crate) static LOCK: Mutex<()> = Mutex::new(());
 
@@ -67,7 +67,7 @@ pub(crate) fn ok(out: &Output) {
     );
 }
 
-pub(crate) fn keys(p: &Profile) -> BTreeSet<Key> {
+pub(crate) fn keys(p: &Profile) -> BTreeSet<ProfileKey> {
     p.entries.iter().map(|e| e.key()).collect()
 }
 

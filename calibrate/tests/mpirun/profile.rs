@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use mpiover_common::profile::{Key, Profile};
+use mpiover_common::profile::{Profile, ProfileKey};
 
 use super::*;
 
@@ -32,7 +32,7 @@ pub(crate) fn profile_has_roles_pairs_environment_and_method() {
     for pp in [2, 3] {
         for b in [1, 1000] {
             for role in ["root", "nonroot"] {
-                let k = Key {
+                let k = ProfileKey {
                     function: "MPI_Bcast".into(),
                     p: pp,
                     bytes: b,
@@ -44,7 +44,7 @@ pub(crate) fn profile_has_roles_pairs_environment_and_method() {
         }
     }
     for f in ["MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv"] {
-        let k = Key {
+        let k = ProfileKey {
             function: f.into(),
             p: 2,
             bytes: 1000,
@@ -54,7 +54,7 @@ pub(crate) fn profile_has_roles_pairs_environment_and_method() {
         assert!(p.entry(&k).is_some(), "missing {k}");
     }
     for r in ["MPI_Isend", "MPI_Irecv"] {
-        let k = Key {
+        let k = ProfileKey {
             function: "MPI_Wait".into(),
             p: 2,
             bytes: 1,
@@ -146,7 +146,7 @@ pub(crate) fn quick_covers_every_function_p_2_3_4_and_the_exchange() {
     assert_eq!(p.method.exchange_neighbours, vec![1, 2, 6, 26]);
     let want = quick_grid();
     let have = keys(&p);
-    let tolerated = |k: &Key| {
+    let tolerated = |k: &ProfileKey| {
         p.skipped
             .iter()
             .any(|s| s.function == k.function && s.p == k.p && s.bytes == k.bytes)
@@ -157,7 +157,7 @@ pub(crate) fn quick_covers_every_function_p_2_3_4_and_the_exchange() {
         .map(|k| k.to_string())
         .collect();
     assert!(missing.is_empty(), "missing: {missing:?}");
-    let unexpected: Vec<&Key> = have.difference(&want).collect();
+    let unexpected: Vec<&ProfileKey> = have.difference(&want).collect();
     assert!(unexpected.is_empty(), "unexpected: {unexpected:?}");
     for e in &p.entries {
         assert!(e.n > 0 && e.tmax_s >= e.min_s, "{}", e.key());
@@ -217,7 +217,7 @@ fn check_skipped_only_under_load(p: &Profile, load_before: &str) {
 
 /// The keys `--quick -np 4` measures: every function the interposer
 /// attributes, with its roles, at p = 2, 3, 4, and the k-neighbour exchange.
-fn quick_grid() -> BTreeSet<Key> {
+fn quick_grid() -> BTreeSet<ProfileKey> {
     let p2p: &[(&str, Option<&str>)] = &[
         ("MPI_Send", None),
         ("MPI_Ssend", None),
@@ -251,7 +251,7 @@ fn quick_grid() -> BTreeSet<Key> {
     let mut want = BTreeSet::new();
     for b in [1u64, 1000, 100_000] {
         for &(func, role) in p2p {
-            want.insert(Key {
+            want.insert(ProfileKey {
                 function: func.into(),
                 p: 2,
                 bytes: b,
@@ -262,7 +262,7 @@ fn quick_grid() -> BTreeSet<Key> {
         for pp in [2u32, 3, 4] {
             for func in rooted {
                 for role in ["root", "nonroot"] {
-                    want.insert(Key {
+                    want.insert(ProfileKey {
                         function: func.into(),
                         p: pp,
                         bytes: b,
@@ -272,7 +272,7 @@ fn quick_grid() -> BTreeSet<Key> {
                 }
             }
             for func in plain {
-                want.insert(Key {
+                want.insert(ProfileKey {
                     function: func.into(),
                     p: pp,
                     bytes: b,
@@ -285,7 +285,7 @@ fn quick_grid() -> BTreeSet<Key> {
     // The k-neighbour exchange (the completion of a halo exchange).
     for k in [1u32, 2, 6, 26] {
         for b in [1u64, 1000, 100_000] {
-            want.insert(Key {
+            want.insert(ProfileKey {
                 function: "MPI_Waitall".into(),
                 p: k,
                 bytes: b,
@@ -295,7 +295,7 @@ fn quick_grid() -> BTreeSet<Key> {
         }
     }
     for pp in [2u32, 3, 4] {
-        want.insert(Key {
+        want.insert(ProfileKey {
             function: "MPI_Barrier".into(),
             p: pp,
             bytes: 0,

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mpiover_common::profile::{Key, Profile};
+use mpiover_common::profile::{Profile, ProfileKey};
 
 use super::*;
 
@@ -71,7 +71,7 @@ pub(crate) fn resume_completes_a_killed_run_with_the_same_entries() {
     let after = Profile::load(&f).unwrap();
     // Allreduce x 4 sizes + Bcast root/nonroot x 4 sizes.
     assert_eq!(after.entries.len(), 12);
-    let want: BTreeSet<Key> = ["MPI_Allreduce", "MPI_Bcast"]
+    let want: BTreeSet<ProfileKey> = ["MPI_Allreduce", "MPI_Bcast"]
         .iter()
         .flat_map(|&f| {
             [1u64, 10, 100, 1000].into_iter().flat_map(move |b| {
@@ -80,7 +80,7 @@ pub(crate) fn resume_completes_a_killed_run_with_the_same_entries() {
                 } else {
                     vec![None]
                 };
-                roles.into_iter().map(move |role| Key {
+                roles.into_iter().map(move |role| ProfileKey {
                     function: f.into(),
                     p: 2,
                     bytes: b,

@@ -176,7 +176,7 @@ impl Profile {
     }
 
     /// Add an entry (replacing one with the same key) and drop the lookup index.
-    pub fn push_entry(&mut self, e: Entry) {
+    pub fn push_entry(&mut self, e: ProfileEntry) {
         let k = e.key();
         if let Some(old) = self.entries.iter_mut().find(|x| x.key() == k) {
             *old = e;
@@ -191,7 +191,7 @@ impl Profile {
         self.index = OnceLock::new();
     }
 
-    pub fn entry(&self, key: &Key) -> Option<&Entry> {
+    pub fn entry(&self, key: &ProfileKey) -> Option<&ProfileEntry> {
         self.entries.iter().find(|e| e.key() == *key)
     }
 }

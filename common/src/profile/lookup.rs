@@ -63,14 +63,14 @@ impl Basis {
     /// about as uncertain as the empirical quantile: their entries take the
     /// empirical quantile's null. (With the tight null, MPICH's clean
     /// 2-rank halo was flagged in two test processes of three.)
-    pub fn of(e: &Entry) -> Basis {
+    pub fn of(e: &ProfileEntry) -> Basis {
         let one_parameter = matches!(e.model, Some(FitModel::Poisson | FitModel::Exponential));
         Basis::new(e.n, !e.fallback && one_parameter)
     }
 
     /// The basis of an entry of a profile measured with `method`: with the
     /// facts of its quality (see [`Basis::is_weak`]).
-    pub fn judged(e: &Entry, method: &Method) -> Basis {
+    pub fn judged(e: &ProfileEntry, method: &Method) -> Basis {
         let residual = method.clock_sync.as_ref().map_or(0.0, |c| {
             c.ranks.iter().map(|r| r.residual_s).fold(0.0, f64::max)
         });
@@ -286,7 +286,7 @@ impl Table {
 }
 
 impl Index {
-    pub fn new(entries: &[Entry], method: &Method) -> Index {
+    pub fn new(entries: &[ProfileEntry], method: &Method) -> Index {
         let mut points: HashMap<TableKey, BTreeMap<u32, RowPoints>> = HashMap::new();
         for e in entries {
             let role = e.role.as_deref().map(normalize_role);

@@ -21,7 +21,7 @@ pub(crate) fn median_of(mut v: Vec<f64>) -> f64 {
 /// "Merging runs"): counts and sums are summed, order statistics take the
 /// envelope, and the fit fields come from the run with the largest tmax.
 /// With one run the entry's own fields come back unchanged.
-pub fn combine_runs(base: &Entry, runs: Vec<EntryRun>) -> Entry {
+pub fn combine_runs(base: &ProfileEntry, runs: Vec<EntryRun>) -> ProfileEntry {
     let mut e = base.clone();
     let top = runs
         .iter()
@@ -90,7 +90,7 @@ impl Profile {
             .unwrap_or_else(|| "unknown".into())
     }
 
-    pub(crate) fn entry_runs(&self, e: &Entry) -> Vec<EntryRun> {
+    pub(crate) fn entry_runs(&self, e: &ProfileEntry) -> Vec<EntryRun> {
         match e.runs.as_slice() {
             [] => vec![e.as_run(&self.default_run_id())],
             // One run: the entry's own fields are that run's, and they may hold
@@ -145,8 +145,8 @@ impl Profile {
             }
         }
         out.runs = a.runs.iter().chain(b.runs.iter()).cloned().collect();
-        type Parts<'p> = (Entry, Vec<EntryRun>, Vec<Option<&'p Samples>>);
-        let mut by_key: BTreeMap<Key, Parts> = BTreeMap::new();
+        type Parts<'p> = (ProfileEntry, Vec<EntryRun>, Vec<Option<&'p Samples>>);
+        let mut by_key: BTreeMap<ProfileKey, Parts> = BTreeMap::new();
         for (prof, e) in a
             .entries
             .iter()

@@ -3,7 +3,7 @@
 //! `mpiover-calibrate` measures, for every communication event, a sample of
 //! run-times under ideal conditions and reduces it to `tmax`, the longest time
 //! one call may take without overhead (the overhead paper §4-9). The profile holds one
-//! [`Entry`] per measured base point `(function, p, bytes, role, same_host)`,
+//! [`ProfileEntry`] per measured base point `(function, p, bytes, role, same_host)`,
 //! the [`Environment`] it was measured in and the [`Method`] used, so that a
 //! reader can judge the numbers (Hoefler & Belli, rules 9 and 10). The interposer
 //! loads it at `MPI_Init` ([`Profile::load`]), checks that the run matches

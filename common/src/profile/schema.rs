@@ -19,7 +19,7 @@ pub struct Profile {
     /// One element per calibration run (mpirun) whose entries are in here.
     #[serde(default)]
     pub runs: Vec<RunInfo>,
-    pub entries: Vec<Entry>,
+    pub entries: Vec<ProfileEntry>,
     /// Base points that were planned but not measured, and why.
     #[serde(default)]
     pub skipped: Vec<Skipped>,
@@ -364,7 +364,7 @@ pub struct RunInfo {
 
 /// One base point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
+pub struct ProfileEntry {
     /// C name of the MPI function (`MPI_Send`).
     pub function: String,
     /// Communicator size (2 for point-to-point).
@@ -402,7 +402,7 @@ pub struct EntryRun {
 }
 
 /// What calibration measured and fitted of one entry: over all its runs in
-/// [`Entry`], over one run in [`EntryRun`].
+/// [`ProfileEntry`], over one run in [`EntryRun`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
     /// Hosts spanned by the communicator.
@@ -479,14 +479,14 @@ pub struct Measured {
 }
 
 /// An entry reads as what was measured of it: `entry.tmax_s`.
-impl std::ops::Deref for Entry {
+impl std::ops::Deref for ProfileEntry {
     type Target = Measured;
     fn deref(&self) -> &Measured {
         &self.measured
     }
 }
 
-impl std::ops::DerefMut for Entry {
+impl std::ops::DerefMut for ProfileEntry {
     fn deref_mut(&mut self) -> &mut Measured {
         &mut self.measured
     }
@@ -511,7 +511,7 @@ pub struct Skipped {
 
 /// The identity of an entry.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Key {
+pub struct ProfileKey {
     pub function: String,
     pub p: u32,
     pub bytes: u64,
@@ -519,7 +519,7 @@ pub struct Key {
     pub same_host: Option<bool>,
 }
 
-impl fmt::Display for Key {
+impl fmt::Display for ProfileKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} p={} bytes={}", self.function, self.p, self.bytes)?;
         if let Some(r) = &self.role {
@@ -532,9 +532,9 @@ impl fmt::Display for Key {
     }
 }
 
-impl Entry {
-    pub fn key(&self) -> Key {
-        Key {
+impl ProfileEntry {
+    pub fn key(&self) -> ProfileKey {
+        ProfileKey {
             function: self.function.clone(),
             p: self.p,
             bytes: self.bytes,

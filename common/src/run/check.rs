@@ -151,39 +151,3 @@ impl RunCheck {
         })
     }
 }
-
-/// A whole run in memory.
-#[derive(Debug, Clone)]
-pub struct Run {
-    pub dir: PathBuf,
-    /// Records in rank order.
-    pub records: Vec<Record>,
-    pub summary: RunSummary,
-}
-
-/// Reads and checks every record of a run directory, sequentially, keeping
-/// them all. Fine for small runs; the report streams instead.
-pub fn load_run(dir: impl AsRef<Path>) -> Result<Run, RunError> {
-    let rd = RunDir::open(dir)?;
-    if let Some(l) = rd.log.as_ref().filter(|l| l.is_merged()) {
-        return Err(RunError::Invalid {
-            path: l.path.clone(),
-            what: "a merged job log holds no record per rank (mpiover report reads it)".into(),
-        });
-    }
-    let mut check = RunCheck::new();
-    let sources = rd.sources();
-    let mut records = Vec::with_capacity(sources.len());
-    for src in &sources {
-        let rec = src.read()?;
-        check.add(RankInfo::of_source(src, &rec))?;
-        records.push(rec);
-    }
-    records.sort_by_key(|r| r.rank);
-    let summary = check.finish().expect("a listed run directory has records");
-    Ok(Run {
-        dir: rd.path,
-        records,
-        summary,
-    })
-}

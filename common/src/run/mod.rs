@@ -5,14 +5,14 @@
 //! file and checks its schema and internal consistency, and [`RunCheck`] checks
 //! the records against each other (one run, no duplicate rank, the same number
 //! of ranks) from a small [`RankInfo`] per record, so that the records
-//! themselves need not be kept. [`load_run`] does all three for callers that
-//! want every record in memory.
+//! themselves need not be kept.
 //!
 //! Problems that make the directory unusable are [`RunError`]s, each naming the
 //! file and what is wrong with it. Problems that leave a usable report (ranks
 //! without a record, ranks that were killed) are [`RunWarning`]s.
 
 mod check;
+pub mod dir;
 mod error;
 mod record_file;
 
@@ -27,6 +27,38 @@ pub(crate) mod tests {
     use super::*;
     use crate::histogram::Histogram;
     use crate::record::*;
+
+    /// A whole run in memory.
+    #[derive(Debug, Clone)]
+    pub(crate) struct Run {
+        /// Records in rank order.
+        pub(crate) records: Vec<Record>,
+        pub(crate) summary: RunSummary,
+    }
+
+    /// Reads and checks every record of a run directory, sequentially, keeping
+    /// them all: the three checks end to end, for these tests (the report
+    /// streams instead).
+    pub(crate) fn load_run(dir: impl AsRef<Path>) -> Result<Run, RunError> {
+        let rd = RunDir::open(dir)?;
+        if let Some(l) = rd.log.as_ref().filter(|l| l.is_merged()) {
+            return Err(RunError::Invalid {
+                path: l.path.clone(),
+                what: "a merged job log holds no record per rank (mpiover report reads it)".into(),
+            });
+        }
+        let mut check = RunCheck::new();
+        let sources = rd.sources();
+        let mut records = Vec::with_capacity(sources.len());
+        for src in &sources {
+            let rec = src.read()?;
+            check.add(RankInfo::of_source(src, &rec))?;
+            records.push(rec);
+        }
+        records.sort_by_key(|r| r.rank);
+        let summary = check.finish().expect("a listed run directory has records");
+        Ok(Run { records, summary })
+    }
 
     pub(crate) fn record(rank: u32, ranks: u32, run_id: &str) -> Record {
         let mut hist = Histogram::default();

@@ -285,7 +285,7 @@ fn startup_and_shutdown_are_not_mpi_time() {
     assert!((a.time_share_of_mpi - b.time_share_of_mpi).abs() < 1e-12);
     let text = String::from_utf8(crate::export::export(
         &r,
-        crate::export::Format::Text,
+        crate::export::ReportFormat::Text,
         &crate::export::ExportOptions {
             top: None,
             color: false,
@@ -313,7 +313,7 @@ fn sites_match_by_location_not_address() {
         u.address = format!("0x{:x}", 0x7000 + r * 0x1000);
         let b = synth::site(2, "a.c", 11 + r, "f");
         rec.sites = vec![a, u, b];
-        let mut rng = synth::Rng::new(r as u64);
+        let mut rng = mpiover_common::rng::Rng::new(r as u64);
         for (sid, f) in [
             (0, "MPI_Recv"),
             (1, "MPI_Recv"),
@@ -433,7 +433,7 @@ fn too_few_calls_are_marked() {
         q_max: Some(0.5),
         note: None,
     });
-    let mut rng = synth::Rng::new(3);
+    let mut rng = mpiover_common::rng::Rng::new(3);
     synth::push_entry(
         &mut rec,
         &mut rng,

@@ -12,21 +12,21 @@ pub mod source;
 pub mod text;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+pub enum ReportFormat {
     Text,
     Json,
     Csv,
     Html,
 }
 
-impl Format {
+impl ReportFormat {
     /// The format a file name asks for, by its extension.
-    pub fn from_path(path: &std::path::Path) -> Option<Format> {
+    pub fn from_path(path: &std::path::Path) -> Option<ReportFormat> {
         match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
-            "txt" => Some(Format::Text),
-            "json" => Some(Format::Json),
-            "csv" => Some(Format::Csv),
-            "html" | "htm" => Some(Format::Html),
+            "txt" => Some(ReportFormat::Text),
+            "json" => Some(ReportFormat::Json),
+            "csv" => Some(ReportFormat::Csv),
+            "html" | "htm" => Some(ReportFormat::Html),
             _ => None,
         }
     }
@@ -42,12 +42,12 @@ pub struct ExportOptions {
     pub color: bool,
 }
 
-pub fn export(report: &Report, format: Format, opts: &ExportOptions) -> Vec<u8> {
+pub fn export(report: &Report, format: ReportFormat, opts: &ExportOptions) -> Vec<u8> {
     match format {
-        Format::Text => text::export(report, opts),
-        Format::Json => json::export(report, opts),
-        Format::Csv => csv::export(report, opts),
-        Format::Html => html::export(report, opts),
+        ReportFormat::Text => text::export(report, opts),
+        ReportFormat::Json => json::export(report, opts),
+        ReportFormat::Csv => csv::export(report, opts),
+        ReportFormat::Html => html::export(report, opts),
     }
 }
 
@@ -110,8 +110,14 @@ mod tests {
     #[test]
     fn formats_from_extensions() {
         use std::path::Path;
-        assert_eq!(Format::from_path(Path::new("r.HTML")), Some(Format::Html));
-        assert_eq!(Format::from_path(Path::new("r.csv")), Some(Format::Csv));
-        assert_eq!(Format::from_path(Path::new("r")), None);
+        assert_eq!(
+            ReportFormat::from_path(Path::new("r.HTML")),
+            Some(ReportFormat::Html)
+        );
+        assert_eq!(
+            ReportFormat::from_path(Path::new("r.csv")),
+            Some(ReportFormat::Csv)
+        );
+        assert_eq!(ReportFormat::from_path(Path::new("r")), None);
     }
 }

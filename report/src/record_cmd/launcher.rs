@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum CommandKind {
     /// Open MPI's launcher: needs `-x NAME` to pass the environment.
     OpenMpi,
     /// Another launcher (MPICH hydra, srun...): forwards the environment.
@@ -24,42 +24,42 @@ pub(crate) fn base_name(p: &OsStr) -> String {
 }
 
 /// What kind of launcher the command starts with.
-pub fn launcher_kind(launcher: &OsStr) -> Kind {
+pub fn launcher_kind(launcher: &OsStr) -> CommandKind {
     let name = base_name(launcher);
     let mpi = ["mpirun", "mpiexec", "orterun"]
         .iter()
         .any(|n| name.starts_with(n));
     if mpi {
         if name.ends_with(".openmpi") {
-            return Kind::OpenMpi;
+            return CommandKind::OpenMpi;
         }
         if name.contains(".mpich") || name.contains("hydra") {
-            return Kind::Launcher;
+            return CommandKind::Launcher;
         }
         return if says_open_mpi(launcher) {
-            Kind::OpenMpi
+            CommandKind::OpenMpi
         } else {
-            Kind::Launcher
+            CommandKind::Launcher
         };
     }
     const OTHERS: [&str; 7] = [
         "srun", "aprun", "jsrun", "prun", "ibrun", "flux", "charmrun",
     ];
     if OTHERS.contains(&name.as_str()) {
-        Kind::Launcher
+        CommandKind::Launcher
     } else {
-        Kind::Program
+        CommandKind::Program
     }
 }
 
 /// The MPI library family whose launcher this is (`openmpi`, `mpich`), as
 /// far as its name and kind tell; `None` for launchers of either (`srun`)
 /// and for a program run alone.
-pub fn launcher_family(launcher: &OsStr, kind: Kind) -> Option<&'static str> {
+pub fn launcher_family(launcher: &OsStr, kind: CommandKind) -> Option<&'static str> {
     match kind {
-        Kind::OpenMpi => Some("openmpi"),
-        Kind::Program => None,
-        Kind::Launcher => {
+        CommandKind::OpenMpi => Some("openmpi"),
+        CommandKind::Program => None,
+        CommandKind::Launcher => {
             let name = base_name(launcher);
             ["mpirun", "mpiexec", "hydra"]
                 .iter()
@@ -139,5 +139,5 @@ pub fn program_name(command: &[OsString], behind_launcher: bool) -> String {
         command.first()
     };
     let base = prog.map(|p| base_name(p)).unwrap_or_default();
-    mpiover_common::rundir::program_component(&base)
+    mpiover_common::run::dir::program_component(&base)
 }

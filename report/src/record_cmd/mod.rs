@@ -118,7 +118,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
     {
         Some(o) => prepare_out(&cwd.join(o))?,
         None => {
-            let prog = program_name(&a.command, kind != Kind::Program);
+            let prog = program_name(&a.command, kind != CommandKind::Program);
             make_default_out(&cwd, &prog)?
         }
     };
@@ -139,7 +139,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
     if let Some(f) = a.format {
         set.push((Var::Format.name(), f.as_str().into()));
     }
-    if kind == Kind::OpenMpi {
+    if kind == CommandKind::OpenMpi {
         let mut names: Vec<String> = set.iter().map(|(k, _)| k.to_string()).collect();
         let mut others: Vec<String> = std::env::vars_os()
             .filter_map(|(k, _)| k.into_string().ok())
@@ -226,12 +226,18 @@ mod tests {
     fn names_decide_the_launcher_kind_without_running_it() {
         assert_eq!(
             launcher_kind(OsStr::new("/usr/bin/mpirun.openmpi")),
-            Kind::OpenMpi
+            CommandKind::OpenMpi
         );
-        assert_eq!(launcher_kind(OsStr::new("mpiexec.hydra")), Kind::Launcher);
-        assert_eq!(launcher_kind(OsStr::new("mpirun.mpich")), Kind::Launcher);
-        assert_eq!(launcher_kind(OsStr::new("srun")), Kind::Launcher);
-        assert_eq!(launcher_kind(OsStr::new("./app")), Kind::Program);
+        assert_eq!(
+            launcher_kind(OsStr::new("mpiexec.hydra")),
+            CommandKind::Launcher
+        );
+        assert_eq!(
+            launcher_kind(OsStr::new("mpirun.mpich")),
+            CommandKind::Launcher
+        );
+        assert_eq!(launcher_kind(OsStr::new("srun")), CommandKind::Launcher);
+        assert_eq!(launcher_kind(OsStr::new("./app")), CommandKind::Program);
     }
 
     #[test]

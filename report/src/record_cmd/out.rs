@@ -19,7 +19,7 @@ pub(crate) fn check_profile(p: &Path) -> anyhow::Result<PathBuf> {
 
 /// Creates `./mpiover-<program>-<timestamp>` (or `-2`, `-3`...).
 pub(crate) fn make_default_out(cwd: &Path, prog: &str) -> anyhow::Result<PathBuf> {
-    mpiover_common::rundir::create_default(cwd, prog).map_err(anyhow::Error::msg)
+    mpiover_common::run::dir::create_default(cwd, prog).map_err(anyhow::Error::msg)
 }
 
 /// Creates the run directory and removes the records of an earlier run in it.

@@ -6,35 +6,10 @@
 use mpiover_common::histogram::{bucket_bounds, Bucket, Histogram};
 use mpiover_common::profile::Basis;
 use mpiover_common::record::*;
+use mpiover_common::rng::Rng;
 
 mod scale;
 pub use scale::scale_record;
-
-/// xorshift64*: small, fast, deterministic.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// Exponential with the given mean.
-    pub fn exp(&mut self, mean: f64) -> f64 {
-        -mean * (1.0 - self.unit()).ln()
-    }
-}
 
 /// Call times of one aggregation key: `base + Exp(noise) + delay` seconds.
 #[derive(Debug, Clone, Copy)]

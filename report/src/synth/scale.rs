@@ -2,8 +2,9 @@
 //! kinds on a ring, recorded online against a profile.
 
 use mpiover_common::record::*;
+use mpiover_common::rng::Rng;
 
-use super::{empty_record, fixture_tmax, push_entry, site, EntrySpec, Rng, Times};
+use super::{empty_record, fixture_tmax, push_entry, site, EntrySpec, Times};
 
 /// One rank of the scale benchmark: `nsites` sites of mixed kinds on a ring,
 /// each with one entry of a few hundred to a few thousand calls, recorded

@@ -13,7 +13,7 @@ fn write_fixture_profile(path: &Path, mpi_library: &str) {
 /// As [`write_fixture_profile`], calibrated with `per_host` ranks on a host.
 fn write_fixture_profile_per_host(path: &Path, mpi_library: &str, per_host: u32) {
     use mpiover_common::functions::profile_key;
-    use mpiover_common::profile::{Entry, Environment, Method, Profile};
+    use mpiover_common::profile::{Environment, Method, Profile, ProfileEntry};
     // (function, completed request) -> (floor, mean error) of synth::fixture_run.
     let times = |function: &str, completes: Option<&str>| -> (f64, f64) {
         match (function, completes) {
@@ -62,7 +62,7 @@ fn write_fixture_profile_per_host(path: &Path, mpi_library: &str, per_host: u32)
             }
             let (base, noise) = times(&e.function, e.completes.as_deref());
             let tmax = base + noise * 10f64.ln();
-            let entry: Entry = serde_json::from_value(serde_json::json!({
+            let entry: ProfileEntry = serde_json::from_value(serde_json::json!({
                 "function": f, "p": e.p, "bytes": b, "role": role,
                 "n": 1000, "n_invalid": 0, "min_s": base,
                 "median_s": base + noise * 2f64.ln(), "q90_s": tmax,

@@ -21,6 +21,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use mpiover_common::completion::is_completion;
 use serde_json::Value;
 
 use crate::harness::*;
@@ -134,7 +135,7 @@ fn context(r: &Run) -> String {
 fn check_completions(r: &Run, ctx: &str) {
     for s in sites(&r.report) {
         let f = s["mpi_function"].as_str().unwrap_or("");
-        if f.starts_with("MPI_Wait") || f.starts_with("MPI_Test") {
+        if is_completion(f) {
             assert_eq!(
                 s["calls_with_tmax"], s["calls"],
                 "completion {} {f} has calls without tmax\n{ctx}",

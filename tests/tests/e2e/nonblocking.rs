@@ -6,6 +6,7 @@
 
 use std::sync::OnceLock;
 
+use mpiover_common::completion::is_completion;
 use mpiover_common::profile::Environment;
 use mpiover_common::record::{Entry, Record};
 
@@ -525,7 +526,7 @@ fn nonblocking_every_completion_has_a_tmax_or_says_why() {
     for r in &p.records {
         let ctx = req_ctx(&p, r);
         for e in &r.entries {
-            if !(e.function.starts_with("MPI_Wait") || e.function.starts_with("MPI_Test")) {
+            if !is_completion(&e.function) {
                 continue;
             }
             checked += 1;
@@ -556,9 +557,7 @@ fn nonblocking_every_completion_has_a_tmax_or_says_why() {
     let report = crate::harness::report_json(&p.dir, &prof, &p.out);
     for s in crate::harness::sites(&report) {
         let f = s["mpi_function"].as_str().unwrap_or("");
-        if (f.starts_with("MPI_Wait") || f.starts_with("MPI_Test"))
-            && s["calls_with_tmax"] != s["calls"]
-        {
+        if is_completion(f) && s["calls_with_tmax"] != s["calls"] {
             assert!(
                 s["tmax_missing"].as_array().is_some_and(|a| !a.is_empty()),
                 "{} {f}: calls without tmax and no reason: {s:#}",

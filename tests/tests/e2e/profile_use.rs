@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mpiover_common::profile::{Entry, Environment, Measured, Method, Profile};
+use mpiover_common::profile::{Environment, Measured, Method, Profile, ProfileEntry};
 use mpiover_common::record::Record;
 
 use crate::harness::*;
@@ -14,8 +14,8 @@ const ITERS: u32 = 10;
 const DELAY_MS: u32 = 20;
 
 /// A base point of a hand-made profile.
-pub(crate) fn point(function: &str, bytes: u64, role: Option<&str>, tmax_s: f64) -> Entry {
-    Entry {
+pub(crate) fn point(function: &str, bytes: u64, role: Option<&str>, tmax_s: f64) -> ProfileEntry {
+    ProfileEntry {
         function: function.to_string(),
         p: 2,
         bytes,
@@ -60,7 +60,7 @@ pub(crate) fn hand_profile(
     dir: &Path,
     name: &str,
     env: Environment,
-    entries: Vec<Entry>,
+    entries: Vec<ProfileEntry>,
 ) -> PathBuf {
     let mut p = Profile::new(
         env,

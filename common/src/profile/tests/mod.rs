@@ -1,8 +1,8 @@
 use super::*;
 use proptest::prelude::*;
 
-fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> Entry {
-    Entry {
+fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> ProfileEntry {
+    ProfileEntry {
         function: function.into(),
         p,
         bytes,
@@ -57,7 +57,7 @@ fn env() -> Environment {
     }
 }
 
-fn profile(entries: Vec<Entry>) -> Profile {
+fn profile(entries: Vec<ProfileEntry>) -> Profile {
     let mut p = Profile::new(
         env(),
         Method {

@@ -39,63 +39,8 @@ pub(crate) fn build_site(
     let overhead = has_tmax.then(|| acc.overhead.get());
     let pr = per_rank(&acc.per_rank, has_tmax);
     let ovh = overhead.unwrap_or(0.0);
-    // The wait state with the most overhead.
-    let wait_state = if ovh > 0.0 {
-        acc.states
-            .iter()
-            // Ties go to the state first by name (the order reports had when
-            // states were names).
-            .max_by(|a, b| {
-                let name = |s: &Option<WaitState>| s.map(WaitState::as_str);
-                a.1.cmp(b.1).then(name(b.0).cmp(&name(a.0)))
-            })
-            .and_then(|(s, v)| if v.get() > 0.0 { *s } else { None })
-    } else {
-        None
-    };
-    let (late, basis) = match wait_state {
-        Some(WaitState::LateSender | WaitState::LateReceiver) => {
-            let mut v: Vec<(u32, f64)> = acc
-                .peers
-                .iter()
-                .map(|(&p, a)| (p, a.overhead.get()))
-                .filter(|&(_, o)| o > 0.0 && o >= 0.01 * ovh)
-                .collect();
-            v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            (v, Some(LateBasis::Peer))
-        }
-        Some(WaitState::LateBroadcast) => {
-            let mut roots: Vec<(u32, f64)> = acc
-                .per_rank
-                .iter()
-                .filter(|r| r.root)
-                .map(|r| (r.rank, r.overhead.unwrap_or(0.0)))
-                .collect();
-            roots.sort_by_key(|r| r.0);
-            if roots.is_empty() {
-                (
-                    late_by_arrival(&acc.per_rank, false),
-                    Some(LateBasis::Arrival),
-                )
-            } else {
-                // Lateness of a root: the median non-root wait.
-                let others = pr.overhead_median_s.unwrap_or(0.0);
-                (
-                    roots.into_iter().map(|(r, _)| (r, others)).collect(),
-                    Some(LateBasis::Root),
-                )
-            }
-        }
-        Some(WaitState::EarlyReduce) => (
-            late_by_arrival(&acc.per_rank, true),
-            Some(LateBasis::Arrival),
-        ),
-        Some(_) => (
-            late_by_arrival(&acc.per_rank, false),
-            Some(LateBasis::Arrival),
-        ),
-        None => (Vec::new(), None),
-    };
+    let wait_state = main_wait_state(&acc, ovh);
+    let (late, basis) = late_ranks(&acc, wait_state, ovh, pr.overhead_median_s);
     let late: Vec<(u32, f64)> = late.into_iter().take(MAX_LATE).collect();
     let time = acc.time.get();
     let (file, line) = match &key.loc {
@@ -103,9 +48,6 @@ pub(crate) fn build_site(
         Loc::File(f) => (Some(f.clone()), None),
         _ => (None, None),
     };
-    let mut posted: Vec<(String, u64)> =
-        acc.posted_at.iter().map(|(k, v)| (k.clone(), *v)).collect();
-    posted.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let report = SiteReport {
         rank: 0,
         position: 0,
@@ -159,27 +101,8 @@ pub(crate) fn build_site(
         q_value: None,
         per_rank: pr,
         completes: acc.completes.iter().cloned().collect(),
-        posted_at: posted.into_iter().map(|p| p.0).collect(),
-        waited_for: {
-            let mut v: Vec<WaitedFor> = acc
-                .waited_for
-                .iter()
-                .map(|((peer, at), o)| WaitedFor {
-                    peer: *peer,
-                    posted_at: at.clone(),
-                    overhead_s: o.get(),
-                })
-                .filter(|w| w.overhead_s > 0.0 && w.overhead_s >= 0.01 * ovh)
-                .collect();
-            v.sort_by(|a, b| {
-                b.overhead_s
-                    .total_cmp(&a.overhead_s)
-                    .then(a.peer.cmp(&b.peer))
-                    .then(a.posted_at.cmp(&b.posted_at))
-            });
-            v.truncate(8);
-            v
-        },
+        posted_at: posted_at(&acc),
+        waited_for: waited_for(&acc, ovh),
         completed_at: top_keys(&acc.completed_at, usize::MAX),
         tmax_composed: top_keys(&acc.composed, 8)
             .into_iter()
@@ -188,4 +111,106 @@ pub(crate) fn build_site(
         tmax_missing: top_keys(&acc.missing, 8),
     };
     Built { key, acc, report }
+}
+
+/// The wait state with the most overhead, if the site has any.
+fn main_wait_state(acc: &SiteAcc, ovh: f64) -> Option<WaitState> {
+    if ovh > 0.0 {
+        acc.states
+            .iter()
+            // Ties go to the state first by name (the order reports had when
+            // states were names).
+            .max_by(|a, b| {
+                let name = |s: &Option<WaitState>| s.map(WaitState::as_str);
+                a.1.cmp(b.1).then(name(b.0).cmp(&name(a.0)))
+            })
+            .and_then(|(s, v)| if v.get() > 0.0 { *s } else { None })
+    } else {
+        None
+    }
+}
+
+/// The ranks the site waited for, latest first, and how they were found:
+/// by peer for late senders and receivers, the roots of a late broadcast
+/// (charged the median non-root wait), else by arrival.
+fn late_ranks(
+    acc: &SiteAcc,
+    wait_state: Option<WaitState>,
+    ovh: f64,
+    overhead_median_s: Option<f64>,
+) -> (Vec<(u32, f64)>, Option<LateBasis>) {
+    match wait_state {
+        Some(WaitState::LateSender | WaitState::LateReceiver) => {
+            let mut v: Vec<(u32, f64)> = acc
+                .peers
+                .iter()
+                .map(|(&p, a)| (p, a.overhead.get()))
+                .filter(|&(_, o)| o > 0.0 && o >= 0.01 * ovh)
+                .collect();
+            v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            (v, Some(LateBasis::Peer))
+        }
+        Some(WaitState::LateBroadcast) => {
+            let mut roots: Vec<(u32, f64)> = acc
+                .per_rank
+                .iter()
+                .filter(|r| r.root)
+                .map(|r| (r.rank, r.overhead.unwrap_or(0.0)))
+                .collect();
+            roots.sort_by_key(|r| r.0);
+            if roots.is_empty() {
+                (
+                    late_by_arrival(&acc.per_rank, false),
+                    Some(LateBasis::Arrival),
+                )
+            } else {
+                // Lateness of a root: the median non-root wait.
+                let others = overhead_median_s.unwrap_or(0.0);
+                (
+                    roots.into_iter().map(|(r, _)| (r, others)).collect(),
+                    Some(LateBasis::Root),
+                )
+            }
+        }
+        Some(WaitState::EarlyReduce) => (
+            late_by_arrival(&acc.per_rank, true),
+            Some(LateBasis::Arrival),
+        ),
+        Some(_) => (
+            late_by_arrival(&acc.per_rank, false),
+            Some(LateBasis::Arrival),
+        ),
+        None => (Vec::new(), None),
+    }
+}
+
+/// Where the requests this site completed were posted, most counted first.
+fn posted_at(acc: &SiteAcc) -> Vec<String> {
+    let mut posted: Vec<(String, u64)> =
+        acc.posted_at.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    posted.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    posted.into_iter().map(|p| p.0).collect()
+}
+
+/// The (peer, post site) pairs that cost the site at least 1% of its
+/// overhead, costliest first, at most 8.
+fn waited_for(acc: &SiteAcc, ovh: f64) -> Vec<WaitedFor> {
+    let mut v: Vec<WaitedFor> = acc
+        .waited_for
+        .iter()
+        .map(|((peer, at), o)| WaitedFor {
+            peer: *peer,
+            posted_at: at.clone(),
+            overhead_s: o.get(),
+        })
+        .filter(|w| w.overhead_s > 0.0 && w.overhead_s >= 0.01 * ovh)
+        .collect();
+    v.sort_by(|a, b| {
+        b.overhead_s
+            .total_cmp(&a.overhead_s)
+            .then(a.peer.cmp(&b.peer))
+            .then(a.posted_at.cmp(&b.posted_at))
+    });
+    v.truncate(8);
+    v
 }
