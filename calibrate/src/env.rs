@@ -1,6 +1,7 @@
 //! The environment of the calibration, gathered over all ranks.
 
-use mpiover_common::profile::{self, Binding, Environment, TimerInfo};
+use mpiover_common::host;
+use mpiover_common::profile::{Binding, Environment, TimerInfo};
 
 use crate::clock;
 use crate::mpi::{self, Comm};
@@ -38,7 +39,7 @@ pub fn gather(world: Comm, command: Vec<String>, date: String) -> (HostLayout, E
     let p = mpi::size(world) as usize;
     let name = mpi::processor_name();
     let names = mpi::gather_strings(&name, 256, 0, world);
-    let cpus = profile::cpus_allowed_list().unwrap_or_default();
+    let cpus = host::cpus_allowed_list().unwrap_or_default();
     let cpu_lists = mpi::gather_strings(&cpus, 1024, 0, world);
 
     // Host index of every rank, computed on rank 0 and broadcast.
@@ -91,10 +92,10 @@ pub fn gather(world: Comm, command: Vec<String>, date: String) -> (HostLayout, E
         env.ranks = p as u32;
         env.mpi_library = mpi::library_version();
         env.mpi_flavor = mpiover_mpisys::FLAVOR.to_string();
-        env.cpu_model = profile::cpu_model();
-        env.cpus = profile::cpus_online();
+        env.cpu_model = host::cpu_model();
+        env.cpus = host::cpus_online();
         env.binding = Binding {
-            policy: profile::binding_policy(),
+            policy: host::binding_policy(),
             ranks: cpu_lists,
         };
         env.timer = TimerInfo {
@@ -102,8 +103,8 @@ pub fn gather(world: Comm, command: Vec<String>, date: String) -> (HostLayout, E
             resolution_s,
             cost_s,
         };
-        env.os = profile::os_release();
-        env.mpi_env = profile::mpi_env();
+        env.os = host::os_release();
+        env.mpi_env = host::mpi_env();
         env.date = date;
         env.tool_version = env!("CARGO_PKG_VERSION").to_string();
         env.command = command;

@@ -1,8 +1,9 @@
 //! The profile the calibration writes: a new one or the one resumed, one
 //! entry per measured key.
 
+use mpiover_common::host::unix_now;
 use mpiover_common::profile::{
-    fitted, unix_now, Measured, Method, Profile, ProfileEntry, ProfileKey, RunInfo, Samples,
+    fitted, Measured, Method, Profile, ProfileEntry, ProfileKey, RunInfo, Samples,
 };
 
 use mpiover_common::settings::Var;

@@ -28,6 +28,5 @@ pub mod record;
 pub mod rng;
 pub mod run;
 /// The old path of [`run::dir`], kept while `interpose` still names it.
-pub use run::dir as rundir;
 pub mod settings;
 pub mod timer;

@@ -31,6 +31,7 @@
 use std::os::raw::c_int;
 use std::sync::OnceLock;
 
+use mpiover_common::host;
 use mpiover_common::profile::{self, Binding, Environment, Profile};
 use mpiover_common::record::ProfileUse;
 use mpiover_mpisys::consts;
@@ -128,13 +129,13 @@ fn environment(mpi_library: &str, ranks: u32) -> Environment {
         ranks_per_host: vec![ranks_on_host()],
         mpi_library: mpi_library.to_string(),
         mpi_flavor: mpiover_mpisys::FLAVOR.to_string(),
-        cpu_model: profile::cpu_model(),
-        cpus: profile::cpus_online(),
+        cpu_model: host::cpu_model(),
+        cpus: host::cpus_online(),
         binding: Binding {
-            policy: profile::binding_policy(),
+            policy: host::binding_policy(),
             ranks: Vec::new(),
         },
-        os: profile::os_release(),
+        os: host::os_release(),
         ..Default::default()
     }
 }

@@ -1,6 +1,7 @@
 //! Step 1: everything the measurements need, decided or exchanged once.
 
-use mpiover_common::profile::{iso8601_utc, unix_now, Method, SyncMethod, WindowRule};
+use mpiover_common::host::{iso8601_utc, unix_now};
+use mpiover_common::profile::{Method, SyncMethod, WindowRule};
 use mpiover_common::settings::Var;
 
 use super::{Driver, Fail, Topology};

@@ -154,7 +154,6 @@ mod merge;
 mod samples;
 mod schema;
 
-pub use crate::host::*;
 pub use error::*;
 pub use load::HostLoad;
 pub use lookup::*;

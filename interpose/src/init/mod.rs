@@ -215,7 +215,7 @@ fn agree_run_dir(
     if rank == 0 {
         let run_id = format!(
             "{}-{:x}-{:x}",
-            mpiover_common::rundir::local_timestamp(),
+            mpiover_common::run::dir::local_timestamp(),
             std::process::id(),
             timer::now() & 0xffff_ffff
         );

@@ -9,7 +9,7 @@ pub(crate) fn program_name(cmd: &[String]) -> String {
         .and_then(|a| Path::new(a).file_name())
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "program".into());
-    mpiover_common::rundir::program_component(&base)
+    mpiover_common::run::dir::program_component(&base)
 }
 
 /// Rank 0: chooses and creates the run directory; returns it, or a reason
@@ -32,7 +32,7 @@ pub(crate) fn make_run_dir(out: Option<&str>, cmd: &[String]) -> Result<PathBuf,
             }
             p
         }
-        None => mpiover_common::rundir::create_default(&cwd, &program_name(cmd))?,
+        None => mpiover_common::run::dir::create_default(&cwd, &program_name(cmd))?,
     };
     let probe = dir.join(format!(".mpiover-probe-{}", std::process::id()));
     std::fs::write(&probe, b"")

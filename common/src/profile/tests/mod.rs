@@ -1,4 +1,5 @@
 use super::*;
+use crate::host::{cpu_list_len, iso8601_utc};
 use proptest::prelude::*;
 
 fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> ProfileEntry {
