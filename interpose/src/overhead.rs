@@ -32,7 +32,7 @@ use std::os::raw::c_int;
 use std::sync::OnceLock;
 
 use mpiover_common::host;
-use mpiover_common::profile::{self, Binding, Environment, Profile};
+use mpiover_common::profile::{Binding, Environment, Profile};
 use mpiover_common::record::ProfileUse;
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
