@@ -9,9 +9,11 @@
 # added instructions per call are the slope between N1 and N2 through MPI_
 # minus the slope through PMPI_ (start-up, MPI_Init and the record written at
 # MPI_Finalize cancel out), divided by the calls per iteration. Counts do not
-# depend on the machine's load or latency level: unlike bench/wrapper_cost.sh
-# (nanoseconds), this figure can be compared across days and machines of
-# the same software. MAX_REQUESTS / MAX_LOCAL set limits (instructions per
+# depend on the machine's load or latency level as nanoseconds do
+# (bench/wrapper_cost.sh), but they are not exact either: the library's
+# progress loops poll a number of times that depends on timing, so a figure
+# moves by up to tens of instructions from run to run (most on the calls that
+# poll: MPI_Sendrecv, MPI_Allreduce). Compare builds in alternate runs. MAX_REQUESTS / MAX_LOCAL set limits (instructions per
 # call) above which the script exits 1; unset, it only prints.
 #
 # MPIOVER_LIB=path uses an existing libmpiover.so instead of building one.
