@@ -11,7 +11,7 @@
 //!   `MPI_Abort`, the Rust side of the variadic `MPI_Pcontrol`).
 //! - [`rt`]: the hot path (re-entry guard, per-thread aggregation, caches).
 //! - [`init`]: options, run directory, timer, cost measurement, signals.
-//! - [`write`]: the per-rank record (`mpiover-record/1`), written once.
+//! - [`write`](mod@write): the per-rank record (`mpiover-record/1`), written once.
 //! - [`sites`]: call-site resolution (file:line, module, build-id, offset).
 //! - [`py`]: Python sites (the Python line of an MPI call made through mpi4py).
 //!

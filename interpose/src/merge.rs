@@ -107,7 +107,7 @@ impl Comm {
 /// written (the same answer on every rank). Collective over
 /// `MPI_COMM_WORLD`; called by every rank at `MPI_Finalize`. The record's
 /// sites (return addresses `addrs`) come unresolved: they are resolved
-/// once for the job where possible ([`crate::merge_sites`]), the rest by
+/// once for the job where possible (`merge_sites`), the rest by
 /// `resolve_rest` (given which are done), so that `rec` is resolved on
 /// return whatever happened.
 pub fn into_job_log(
