@@ -49,7 +49,7 @@ use read::{fingerprint, rd, rd_ptr, read_bytes, read_str};
 use start::mpi4py_modules;
 pub use start::{disable, init, interpreter, parse_version};
 
-use crate::rt::SiteRef;
+use crate::site_ref::SiteRef;
 
 /// Python sites are on (set once at `MPI_Init*`): the only thing a process
 /// that is not Python pays is loading this flag once per call.

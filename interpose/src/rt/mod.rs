@@ -29,7 +29,9 @@ pub use guard::{busy, enter, is_busy, this_thread_state, Busy, Guard};
 pub use quiesce::{barrier_all_threads, register_barrier};
 pub(crate) use requests::NULL_REQS;
 pub use requests::{ReqInfo, ReqMap, REQ_CAPACITY};
-pub use site::{add_binding, site_of, unwound_site, SiteRef};
+// Re-exported: the wrappers and the shutdown layer name it as `rt::SiteRef`.
+pub use crate::site_ref::SiteRef;
+pub use site::{add_binding, site_of, unwound_site};
 pub use state::{
     cnt, comm_freed, in_place, type_freed, Handle, Role, ToCount, COMM_EPOCH, DEPTH, ENABLED,
     FID_OTHER, MAX_KEYS, MIXED_FN, NONE_FN, NONE_PEER, RESET_STEP, SELF_HI, SELF_LO, STATE,
