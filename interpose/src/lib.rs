@@ -50,6 +50,7 @@ pub mod run;
 pub mod rt;
 pub mod merge;
 mod merge_sites;
+mod merge_tree;
 pub mod site_ref;
 pub mod sites;
 pub mod tail_call;

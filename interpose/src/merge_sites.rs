@@ -19,7 +19,7 @@ use mpiover_common::record::{Record, Site};
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
-use crate::merge::{children, parent, Comm};
+use crate::merge_tree::{children, parent, Comm};
 use crate::rt::SiteRef;
 
 /// Where a native site is, the same on every rank: (object, build id, offset).
@@ -108,7 +108,7 @@ fn resolve(seen: BTreeSet<Ident>, tail_notes: bool) -> Vec<(Ident, Site)> {
         }
         crate::sites::symbolize(&mut s, ra);
         if tail_notes && s.note.is_none() {
-            s.note = crate::write::tail_call_note(&objs, ra);
+            s.note = crate::tail_call::note(&objs, ra);
         }
         out.push((k, s));
     }

@@ -18,6 +18,7 @@
 use std::ffi::CStr;
 use std::os::raw::c_void;
 
+use crate::site_ref::SiteRef;
 use crate::sites::Obj;
 
 /// Whether `[a, a + len)` lies in one readable segment of a loaded object.
@@ -169,6 +170,17 @@ pub fn through(objs: &[Obj], ra: usize) -> Option<String> {
     }
     let name = name?;
     (!is_mpi(&name)).then(|| mpiover_common::demangle::demangle(&name).into_owned())
+}
+
+/// "reached through a tail call in F" when the call before `ra` calls a
+/// function that is not MPI's (never for a Python site).
+pub(crate) fn note(objs: &[Obj], at: SiteRef) -> Option<String> {
+    let ra = at.native_ra()?;
+    let f = through(objs, ra)?;
+    Some(format!(
+        "reached through a tail call in {f}: this line calls {f}, whose last act is \
+         the MPI call (-fno-optimize-sibling-calls keeps the call in {f})"
+    ))
 }
 
 #[cfg(test)]

@@ -576,19 +576,8 @@ fn resolve_sites(
         let objs = crate::sites::objects();
         for (i, (s, &ra)) in rec.sites.iter_mut().zip(addrs.iter()).enumerate() {
             if todo(i) && s.note.is_none() {
-                s.note = tail_call_note(&objs, ra);
+                s.note = crate::tail_call::note(&objs, ra);
             }
         }
     }
-}
-
-/// "reached through a tail call in F" when the call before `ra` calls a
-/// function that is not MPI's (never for a Python site).
-pub(crate) fn tail_call_note(objs: &[crate::sites::Obj], at: SiteRef) -> Option<String> {
-    let ra = at.native_ra()?;
-    let f = crate::tail_call::through(objs, ra)?;
-    Some(format!(
-        "reached through a tail call in {f}: this line calls {f}, whose last act is \
-         the MPI call (-fno-optimize-sibling-calls keeps the call in {f})"
-    ))
 }
