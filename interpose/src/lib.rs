@@ -37,6 +37,7 @@ pub mod fort;
 pub mod heap;
 pub mod hooks;
 pub mod init;
+pub mod objects;
 pub mod opt;
 pub mod names {
     //! Function ids (generated).

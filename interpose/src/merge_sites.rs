@@ -85,7 +85,7 @@ pub(crate) fn agree(
 
 /// Rank 0: each site at its own address of the same object.
 fn resolve(seen: BTreeSet<Ident>, tail_notes: bool) -> Vec<(Ident, Site)> {
-    let objs = crate::sites::objects();
+    let objs = crate::objects::objects();
     let mut out = Vec::new();
     for k in seen {
         let (module, build_id, offset) = &k;

@@ -18,8 +18,8 @@
 use std::ffi::CStr;
 use std::os::raw::c_void;
 
+use crate::objects::Obj;
 use crate::site_ref::SiteRef;
-use crate::sites::Obj;
 
 /// Whether `[a, a + len)` lies in one readable segment of a loaded object.
 fn readable(objs: &[Obj], a: usize, len: usize) -> bool {
@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn a_call_in_memory_of_no_loaded_object_is_not_decoded() {
-        let objs = crate::sites::objects();
+        let objs = crate::objects::objects();
         let mut buf = [0u8; 64];
         buf[26] = 0xE8;
         let ra = buf.as_ptr() as usize + 32;

@@ -127,7 +127,7 @@ pub fn build(finished: &str) -> Option<(Record, Vec<SiteRef>)> {
 
     let g = gather();
     let addrs = number_sites(&g.merged);
-    let objs = crate::sites::objects();
+    let objs = crate::objects::objects();
     let sites = addrs
         .iter()
         .map(|(&ra, &id)| crate::sites::locate(id, ra, &objs))
@@ -573,7 +573,7 @@ fn resolve_sites(
     // Not on the way out (exit, signal): mpirun's SIGKILL may be near, and
     // the note is not worth the resolved record.
     if info.depth == 1 && matches!(when, When::Normal | When::Merge) {
-        let objs = crate::sites::objects();
+        let objs = crate::objects::objects();
         for (i, (s, &ra)) in rec.sites.iter_mut().zip(addrs.iter()).enumerate() {
             if todo(i) && s.note.is_none() {
                 s.note = crate::tail_call::note(&objs, ra);

@@ -442,7 +442,7 @@ mod tests {
 
     #[test]
     fn mpi4py_modules_are_found_by_directory_and_name() {
-        let obj = |path: &str| crate::sites::Obj {
+        let obj = |path: &str| crate::objects::Obj {
             path: path.into(),
             bias: 0,
             ranges: vec![(0x1000, 0x2000)],

@@ -18,7 +18,7 @@ fn dlsym(name: &CStr) -> usize {
 
 /// mpi4py's extension modules among the loaded objects: `MPI.*.so` in a
 /// directory named `mpi4py`; (range, package directory with a final `/`).
-pub(super) fn mpi4py_modules(objs: &[crate::sites::Obj]) -> Vec<((usize, usize), String)> {
+pub(super) fn mpi4py_modules(objs: &[crate::objects::Obj]) -> Vec<((usize, usize), String)> {
     let mut v = Vec::new();
     for o in objs {
         let p = std::path::Path::new(&o.path);
@@ -64,7 +64,7 @@ fn fallback_warning(why: &str) -> String {
 /// switches Python sites on, or leaves them off with one warning when
 /// mpi4py is loaded but the interpreter is not one the tool can read.
 pub fn init(
-    objs: &[crate::sites::Obj],
+    objs: &[crate::objects::Obj],
     opts: &crate::opt::Opts,
     warnings: &mut Vec<String>,
     print: bool,
