@@ -34,6 +34,8 @@
 //! `README.md`; [`opt`] reads them through `mpiover_common::settings`.
 
 pub mod fort;
+pub mod fort_conv;
+pub mod handle;
 pub mod heap;
 pub mod hooks;
 pub mod init;

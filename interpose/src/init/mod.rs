@@ -141,7 +141,7 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
     rt::register_barrier();
     crate::sites::init_self_range();
     crate::py::init(&crate::objects::objects(), opts, &mut warnings, print);
-    crate::fort::init_sentinels();
+    crate::fort_conv::init_sentinels();
     timer::init(opts.timer.use_tsc());
     let command = command_line();
 

@@ -23,11 +23,11 @@ impl Guard {
     ///
     /// # Safety
     /// `reqs` is null or points to at least `n` Fortran requests.
-    pub unsafe fn snap_f(&mut self, n: i32, reqs: *const crate::fort::Fint) {
+    pub unsafe fn snap_f(&mut self, n: i32, reqs: *const crate::fort_conv::Fint) {
         self.snap_with(n, !reqs.is_null(), |i| {
             // SAFETY: `i < n` and `reqs` holds `n` Fortran requests (the
             // contract); the conversion is MPI's own.
-            unsafe { crate::fort::req_bits(reqs.add(i)) }
+            unsafe { crate::fort_conv::req_bits(reqs.add(i)) }
         });
     }
 
@@ -44,12 +44,16 @@ impl Guard {
 
     /// Fortran statuses for `n` requests: the caller's, or the tool's own
     /// when the caller passed `MPI_STATUSES_IGNORE`.
-    pub fn fstatuses(&mut self, n: i32, st: *mut crate::fort::Fint) -> *mut crate::fort::Fint {
-        if !crate::fort::is_statuses_ignore(st) {
+    pub fn fstatuses(
+        &mut self,
+        n: i32,
+        st: *mut crate::fort_conv::Fint,
+    ) -> *mut crate::fort_conv::Fint {
+        if !crate::fort_conv::is_statuses_ignore(st) {
             return st;
         }
         let ts = self.ts();
-        let len = n.max(1) as usize * crate::fort::STATUS_INTS;
+        let len = n.max(1) as usize * crate::fort_conv::STATUS_INTS;
         if ts.fstatuses.len() < len {
             ts.fstatuses.resize(len, 0);
         }
@@ -60,7 +64,11 @@ impl Guard {
     ///
     /// # Safety
     /// `st` points to at least `n` Fortran statuses.
-    pub unsafe fn fstatuses_c(&mut self, n: i32, st: *const crate::fort::Fint) -> *mut MPI_Status {
+    pub unsafe fn fstatuses_c(
+        &mut self,
+        n: i32,
+        st: *const crate::fort_conv::Fint,
+    ) -> *mut MPI_Status {
         let ts = self.ts();
         let n = n.max(1) as usize;
         if ts.statuses.len() < n {
@@ -74,7 +82,7 @@ impl Guard {
                 // SAFETY: `st` holds at least `n` Fortran statuses of
                 // STATUS_INTS integers each (this function's contract), and
                 // `ts.statuses` at least `n` C statuses (resized above).
-                unsafe { PMPI_Status_f2c(st.add(i * crate::fort::STATUS_INTS), out.add(i)) };
+                unsafe { PMPI_Status_f2c(st.add(i * crate::fort_conv::STATUS_INTS), out.add(i)) };
             }
         }
         ts.statuses.as_mut_ptr()
@@ -90,11 +98,11 @@ impl Guard {
     /// `ix` is null or points to an index; `reqs` to the snapped requests.
     pub unsafe fn findex(
         &mut self,
-        ix: *const crate::fort::Fint,
-        reqs: *const crate::fort::Fint,
+        ix: *const crate::fort_conv::Fint,
+        reqs: *const crate::fort_conv::Fint,
     ) -> core::ffi::c_int {
         // SAFETY: `ix` is null or points to an index (this function's contract).
-        let v = unsafe { crate::fort::int(ix) };
+        let v = unsafe { crate::fort_conv::int(ix) };
         if v == consts::undefined() {
             return v;
         }
@@ -106,7 +114,7 @@ impl Guard {
                 && !reqs.is_null()
                 // SAFETY: `reqs` holds the snapped requests (this function's
 // contract), as many as `snap`, and `k` is below that.
-&& unsafe { crate::fort::req_bits(reqs.add(k as usize)) } == 0
+&& unsafe { crate::fort_conv::req_bits(reqs.add(k as usize)) } == 0
         };
         if freed(v - 1) {
             v - 1
@@ -126,9 +134,9 @@ impl Guard {
     /// snapped requests.
     pub unsafe fn findices(
         &mut self,
-        ix: *const crate::fort::Fint,
+        ix: *const crate::fort_conv::Fint,
         n: i32,
-        reqs: *const crate::fort::Fint,
+        reqs: *const crate::fort_conv::Fint,
     ) -> *mut core::ffi::c_int {
         // Fill the thread's reusable buffer directly (taken out while
         // `findex` borrows self): no allocation per call once it has grown.
@@ -156,14 +164,14 @@ impl Guard {
     pub unsafe fn wbytes_f<T: ToCount>(
         &mut self,
         counts: *const T,
-        types: *const crate::fort::Fint,
+        types: *const crate::fort_conv::Fint,
         n: u32,
     ) -> u64 {
         if types.is_null() {
             return 0;
         }
         // SAFETY: as `wbytes`: both arrays hold `n` elements (the contract).
-        unsafe { self.counts_times_sizes(counts, n, |i| crate::fort::datatype(types.add(i))) }
+        unsafe { self.counts_times_sizes(counts, n, |i| crate::fort_conv::datatype(types.add(i))) }
     }
 
     #[inline]

@@ -88,7 +88,7 @@ impl StatusSlot {
     /// # Safety
     /// `f` points to a Fortran status (MPI filled it or the tool's own).
     #[inline(always)]
-    pub unsafe fn from_fortran(&mut self, f: *const crate::fort::Fint) -> *mut MPI_Status {
+    pub unsafe fn from_fortran(&mut self, f: *const crate::fort_conv::Fint) -> *mut MPI_Status {
         // SAFETY: `f` is a Fortran status array of MPI_F_STATUS_SIZE integers (this function's contract).
         unsafe {
             PMPI_Status_f2c(f, self.0.as_mut_ptr());

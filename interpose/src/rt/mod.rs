@@ -23,6 +23,8 @@ mod tests;
 mod threads;
 mod type_sizes;
 
+// Re-exported: the generated wrappers name it as `crate::rt::Handle`.
+pub use crate::handle::Handle;
 pub use comms::{init_world, CommCache, CommInfo};
 pub use event::{nth_count, status_bytes, status_source, sum_counts, Ev, Posted, StatusSlot};
 pub use guard::{busy, enter, is_busy, this_thread_state, Busy, Guard};
@@ -33,9 +35,9 @@ pub use requests::{ReqInfo, ReqMap, REQ_CAPACITY};
 pub use crate::site_ref::SiteRef;
 pub use site::{add_binding, site_of, unwound_site};
 pub use state::{
-    cnt, comm_freed, in_place, type_freed, Handle, Role, ToCount, COMM_EPOCH, DEPTH, ENABLED,
-    FID_OTHER, MAX_KEYS, MIXED_FN, NONE_FN, NONE_PEER, RESET_STEP, SELF_HI, SELF_LO, STATE,
-    TYPE_EPOCH, WORLD_RANK, WORLD_SIZE,
+    cnt, comm_freed, in_place, type_freed, Role, ToCount, COMM_EPOCH, DEPTH, ENABLED, FID_OTHER,
+    MAX_KEYS, MIXED_FN, NONE_FN, NONE_PEER, RESET_STEP, SELF_HI, SELF_LO, STATE, TYPE_EPOCH,
+    WORLD_RANK, WORLD_SIZE,
 };
 pub(crate) use state::{THREADS, WORLD_GROUP};
 pub use table::{role_name, CallKey, KeyStats, Table};

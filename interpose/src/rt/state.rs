@@ -62,23 +62,6 @@ impl Role {
     }
 }
 
-/// Handles as bits, whatever the MPI's handle representation.
-pub trait Handle: Copy {
-    fn bits(self) -> usize;
-}
-impl<T> Handle for *mut T {
-    #[inline(always)]
-    fn bits(self) -> usize {
-        self as usize
-    }
-}
-impl Handle for i32 {
-    #[inline(always)]
-    fn bits(self) -> usize {
-        self as u32 as usize
-    }
-}
-
 /// Counts of either C type (`int`, `MPI_Count`), negative read as 0.
 pub trait ToCount: Copy {
     fn cnt(self) -> u64;

@@ -39,7 +39,7 @@ pub struct ThreadState {
     pub(crate) statuses: Vec<MPI_Status>,
     /// Fortran statuses for calls whose caller passed `MPI_STATUSES_IGNORE`,
     /// and completed indices converted to C's (from 0).
-    pub(crate) fstatuses: Vec<crate::fort::Fint>,
+    pub(crate) fstatuses: Vec<crate::fort_conv::Fint>,
     pub(crate) findices: Vec<core::ffi::c_int>,
     /// Python sites: this thread's caches (from its first call from Python).
     pub py: Option<Box<crate::py::Cache>>,
