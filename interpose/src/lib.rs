@@ -54,6 +54,7 @@ pub mod rt;
 pub mod merge;
 mod merge_sites;
 mod merge_tree;
+pub mod signal_actions;
 pub mod site_ref;
 pub mod sites;
 pub mod tail_call;

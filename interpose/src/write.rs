@@ -455,7 +455,7 @@ pub fn write_record(finished: &str, when: When) {
             if crate::run::debug() {
                 eprintln!("mpiover: debug: signal {sig} came during the write; delivered now");
             }
-            crate::init::redeliver(sig);
+            crate::signal_actions::redeliver(sig);
         }
     }
 }

@@ -24,7 +24,7 @@ pub use about::*;
 use cost::*;
 pub use foreign::check_before_init;
 use run_dir::*;
-pub use signals::*;
+use signals::install_exit_handlers;
 
 use crate::run::{debug, warn, RunInfo, EAGER_LIMIT, INFO};
 
