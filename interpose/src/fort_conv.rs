@@ -1,7 +1,7 @@
 //! Fortran arguments as C values: `INTEGER`s, handles (`PMPI_*_f2c`), the
 //! sentinels (`MPI_IN_PLACE`, `MPI_STATUS(ES)_IGNORE`, ...), and the library
 //! function each Fortran entry point forwards to. Used by the generated
-//! Fortran wrappers ([`crate::fort`]) and by the hot path ([`crate::rt`]), so
+//! Fortran wrappers (`fort`) and by the hot path (`rt`), so
 //! it lives below both, apart from the hand-written entry points that start
 //! and stop the tool.
 

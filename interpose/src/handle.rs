@@ -1,4 +1,4 @@
-//! [`Handle`]: MPI handles as bits. Shared by the hot path ([`crate::rt`]'s
+//! [`Handle`]: MPI handles as bits. Shared by the hot path (`rt`'s
 //! caches and keys) and the Fortran conversions below it, so it lives
 //! below both.
 

@@ -6,7 +6,8 @@
 //!   `MPI_X` per `PMPI_X`, forwarding, timing and recording.
 //! - [`fort`]: the Fortran entry points (derived from the C prototypes by the
 //!   standard's Fortran rules, `docs/fortran.md`, five names each) and the
-//!   hand-written ones.
+//!   hand-written ones; [`fort_conv`]: the conversions of Fortran arguments
+//!   they and the hot path use.
 //! - [`hooks`]: the hand-written ones (`MPI_Init*`, `MPI_Finalize`,
 //!   `MPI_Abort`, the Rust side of the variadic `MPI_Pcontrol`).
 //! - [`rt`]: the hot path (re-entry guard, per-thread aggregation, caches).
@@ -20,15 +21,25 @@
 //! - [`opt`]: the `MPIOVER_*` variables it reads, parsed once into one typed struct.
 //! - [`run`]: the run's facts fixed at init ([`run::INFO`]), read by every layer.
 //!
-//! Layers, each naming only those below it (the order is being completed:
-//! `init` still reaches `write` for its exit and signal handlers, `rt` the
-//! Fortran conversions of [`fort`], and [`py`] / [`sites`] each other):
+//! Layers, bottom up; each names only its own and lower ones (no module
+//! names one that names it back):
 //!
-//! 1. entry points: [`wrappers`], [`hooks`], [`fort`]'s hand-written ones;
-//! 2. start-up: [`init`] (options, run directory, cost, handlers);
-//! 3. shutdown: [`write`](mod@write), [`merge`], [`sites`], [`tail_call`];
-//! 4. hot path: [`rt`] (guard, table, site), [`py`], [`overhead`];
-//! 5. shared: [`run`], [`opt`], [`heap`], `names`, `timer`.
+//! 1. shared: [`run`], [`opt`], [`heap`], `names`, `timer`, and what more
+//!    than one layer above needs: [`site_ref`] (the call site of a key),
+//!    [`objects`] (the loaded objects), [`handle`] (handles as bits),
+//!    [`fort_conv`] (Fortran arguments as C values), [`signal_actions`] (the
+//!    signal actions saved at start-up, re-delivered by the writer);
+//! 2. hot path: [`rt`] (guard, table, site; it calls [`py`]), [`py`],
+//!    [`overhead`];
+//! 3. shutdown: [`write`](mod@write), [`merge`] (over `merge_sites` and
+//!    `merge_tree`), [`sites`], [`tail_call`];
+//! 4. start-up: [`init`] (options, run directory, cost, exit and signal
+//!    handlers);
+//! 5. entry points: [`wrappers`], [`hooks`], [`fort`]'s hand-written ones.
+//!
+//! One edge goes up on purpose: start-up's cost measurement calls the
+//! generated `MPI_Allreduce` wrapper, since the cost it measures is that
+//! wrapper's.
 //!
 //! Environment: the table "Environment variables" of the top-level
 //! `README.md`; [`opt`] reads them through `mpiover_common::settings`.

@@ -1,4 +1,4 @@
-//! The binomial tree the job log is merged up ([`crate::merge`]) and the
+//! The binomial tree the job log is merged up (`merge`) and the
 //! sites are agreed on (`merge_sites`): ranks, and framed byte
 //! transfers on the private communicator. Its own module so that both name
 //! it and neither names the other.

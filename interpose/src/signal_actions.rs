@@ -1,7 +1,7 @@
 //! The signals whose records the tool writes, and the actions they had
 //! before it: saved by start-up when it installs its handlers
 //! (`init::install_exit_handlers`), restored by those handlers and by the
-//! writer ([`crate::write`]) to deliver a signal again. Below both, so that
+//! writer (`write`) to deliver a signal again. Below both, so that
 //! the writer does not name start-up.
 
 use std::os::raw::c_int;

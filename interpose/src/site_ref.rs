@@ -1,10 +1,10 @@
 //! [`SiteRef`], the one-word call site of a key: shared by the hot path
-//! ([`crate::rt`] makes them, [`crate::py`] numbers the Python ones) and the
+//! (`rt` makes them, `py` numbers the Python ones) and the
 //! shutdown layer that resolves them, so it lives below both.
 
 /// Where a recorded call was made: a native return address, or (bit 63 set,
 /// which user-space addresses never have) the index of a resolved Python site
-/// (`crate::py`). One word, so that keys stay as small and as fast to hash
+/// (`py`). One word, so that keys stay as small and as fast to hash
 /// and compare as with a bare address; 0 is "no site" (folded keys, an
 /// unknown caller, a post that completed nothing).
 #[repr(transparent)]
