@@ -108,13 +108,12 @@ impl Guard {
         }
         let snap = &self.ts().snap;
         let freed = |k: i32| {
-            k >= 0
-                && (k as usize) < snap.len()
-                && snap[k as usize] != 0
-                && !reqs.is_null()
-                // SAFETY: `reqs` holds the snapped requests (this function's
-// contract), as many as `snap`, and `k` is below that.
-&& unsafe { crate::fort_conv::req_bits(reqs.add(k as usize)) } == 0
+            if k < 0 || k as usize >= snap.len() || snap[k as usize] == 0 || reqs.is_null() {
+                return false;
+            }
+            // SAFETY: `reqs` holds the snapped requests (this function's
+            // contract), as many as `snap`, and `k` is below that.
+            unsafe { crate::fort_conv::req_bits(reqs.add(k as usize)) == 0 }
         };
         if freed(v - 1) {
             v - 1
