@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::display_bins::BucketBins;
 use crate::merged_keys::{merge_key, pairs, KeyAcc, KeyId};
 use crate::rank_totals::RankAcc;
+use crate::regions::{FoldedRegionTotals, RegionAcc, RegionId};
 use crate::site_key::SiteKey;
 use crate::site_totals::{PeerAcc, SiteAcc};
 use crate::tmax_eval::Lookups;
@@ -32,6 +33,11 @@ pub struct Aggregate {
     /// evaluate the sites against another profile or eager limit.
     #[serde(default, with = "pairs")]
     pub keys: HashMap<KeyId, KeyAcc>,
+    /// The regions between MPI calls, per pair of sites, one row per rank.
+    #[serde(default)]
+    pub regions: HashMap<RegionId, RegionAcc>,
+    #[serde(default)]
+    pub regions_folded: FoldedRegionTotals,
     #[serde(skip)]
     pub(crate) want_keys: bool,
     #[serde(skip)]
@@ -67,5 +73,16 @@ impl Aggregate {
         self.lookups.merge(&o.lookups);
         self.folded_keys += o.folded_keys;
         self.folded_calls += o.folded_calls;
+        for (k, v) in o.regions {
+            match self.regions.get_mut(&k) {
+                Some(a) => a.merge(v),
+                None => {
+                    self.regions.insert(k, v);
+                }
+            }
+        }
+        self.regions_folded.keys += o.regions_folded.keys;
+        self.regions_folded.count += o.regions_folded.count;
+        self.regions_folded.time.merge(o.regions_folded.time);
     }
 }

@@ -159,6 +159,7 @@ impl Aggregate {
         }
         self.folded_keys += rec.folded.keys;
         self.folded_calls += rec.folded.calls;
+        self.add_regions(rec, |id| view.site(id));
         self.ranks
             .push(crate::RankAcc::of_record(rec, event_time, rank_overhead));
     }
@@ -197,6 +198,7 @@ impl Aggregate {
         if let Some(peer) = p2p_peer {
             add_peer_wait(acc, &mut self.wait, view, &f, peer);
         }
+        add_pair(acc, view.rank(), e);
         if self.want_dist {
             add_dist(acc, &mut self.bucket_bins, e, view.unit());
         }
@@ -297,6 +299,19 @@ fn add_peer_wait(
     if f.waits && f.ev.tmax.is_some() {
         pa.overhead.add(f.ev.overhead);
         cell.overhead.add(f.ev.overhead);
+    }
+}
+
+/// A send or receive with a known peer: the (rank, peer) pair.
+fn add_pair(acc: &mut SiteAcc, rank: u32, e: &Entry) {
+    let Some(peer) = e.peer.filter(|&p| p >= 0) else {
+        return;
+    };
+    let p2p = mpiover_common::functions::catalogue::get(&e.function)
+        .is_some_and(|f| f.direction != mpiover_common::functions::catalogue::Direction::None);
+    if p2p {
+        let c = acc.pairs.entry((rank, peer as u32)).or_default();
+        *c = c.saturating_add(u32::try_from(e.count).unwrap_or(u32::MAX));
     }
 }
 

@@ -20,10 +20,11 @@
 //! so only the ranks near the root of the tree hold rows of many ranks.
 //!
 //! **Format.** zstd(MessagePack map, named fields) of [`JobAggregate`];
-//! field order is layout. Version [`PAYLOAD_VERSION`] (1) states no version:
-//! a later one puts `version` first in the map, so that a reader tells it
-//! from the first bytes and refuses it with [`PayloadError::Version`]
-//! before anything else is read.
+//! field order is layout. Version 1 stated no version; version
+//! [`PAYLOAD_VERSION`] (2, which adds the regions) puts `version` first in
+//! the map, so that a reader tells it from the first bytes and refuses a
+//! version it does not read with [`PayloadError::Version`] before anything
+//! else is read. This crate reads both (a version 1 payload has no regions).
 
 use std::io::Read;
 
@@ -38,8 +39,9 @@ use crate::exact_sum::Fx;
 use crate::tmax_eval::{count_lookup, evaluate, site_eval, Lookups, TmaxLookup};
 use crate::wait_state::entry_wait_state;
 
-/// The payload's format version, which this crate writes and reads.
-pub const PAYLOAD_VERSION: u64 = 1;
+/// The payload's format version, which this crate writes (and reads, with
+/// version 1).
+pub const PAYLOAD_VERSION: u64 = 2;
 
 /// Why a payload could not be written or read.
 #[derive(Debug, Error)]
@@ -52,7 +54,7 @@ pub enum PayloadError {
     Unpack(#[from] rmp_serde::decode::Error),
     #[error(
         "the merged aggregate is in format version {found}, this mpiover reads version \
-         {PAYLOAD_VERSION}: report it with the mpiover that recorded the run"
+         {PAYLOAD_VERSION} and 1: report it with the mpiover that recorded the run"
     )]
     Version { found: String },
 }
@@ -60,10 +62,17 @@ pub enum PayloadError {
 /// The aggregate of some ranks of one job.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct JobAggregate {
+    /// [`PAYLOAD_VERSION`]; absent (1) in the first format.
+    #[serde(default = "first_version")]
+    version: u64,
     agg: Aggregate,
     /// What the lowest rank held decides the eager limit, as the first
     /// record does for the report on per-rank records.
     lowest: Lowest,
+}
+
+fn first_version() -> u64 {
+    1
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -84,6 +93,7 @@ impl JobAggregate {
         agg.want_keys = true;
         agg.add_record::<dyn TmaxLookup>(rec, None, rdv.0);
         JobAggregate {
+            version: PAYLOAD_VERSION,
             agg,
             lowest: Lowest {
                 rank: rec.rank,
@@ -145,7 +155,8 @@ impl JobAggregate {
             .read_to_end(&mut head)
             // As the MessagePack reader says it when the first read fails.
             .map_err(|e| PayloadError::Unpack(rmp_serde::decode::Error::InvalidMarkerRead(e)))?;
-        if let Some(found) = stated_version(&head).filter(|v| *v != Some(PAYLOAD_VERSION)) {
+        let readable = |v: &Option<u64>| matches!(v, Some(1) | Some(PAYLOAD_VERSION));
+        if let Some(found) = stated_version(&head).filter(|v| !readable(v)) {
             let found = found.map_or("(unreadable)".into(), |v| v.to_string());
             return Err(PayloadError::Version { found });
         }
@@ -153,6 +164,7 @@ impl JobAggregate {
         let mut a: JobAggregate =
             rmp_serde::from_read(std::io::BufReader::with_capacity(1 << 20, body))?;
         a.agg.want_dist = true;
+        a.version = PAYLOAD_VERSION;
         Ok(a)
     }
 
@@ -352,25 +364,35 @@ mod tests {
         assert_eq!(rdv.1, crate::RendezvousSource::Default);
     }
 
-    /// Version 1 states no version: its bytes are those of the first
-    /// merged logs, which are read as version 1.
+    /// Version 2 states its version first; version 1 stated none (its
+    /// bytes are those of the first merged logs) and is still read.
     #[test]
-    fn version_1_states_no_version() {
+    fn version_2_states_its_version_and_version_1_is_read() {
         let payload = JobAggregate::of_record_in_job(&record(0), None)
             .encode()
             .unwrap();
         let raw = decompressed(&payload);
-        assert_eq!(raw[0], 0x82, "a map of two fields");
-        assert_eq!(&raw[1..5], b"\xa3agg");
-        assert_eq!(stated_version(&raw), None);
+        assert_eq!(raw[0], 0x83, "a map of three fields");
+        assert_eq!(stated_version(&raw), Some(Some(2)));
+        let v1 = zstd::bulk::compress(&unstated(&raw), 3).unwrap();
+        let back = JobAggregate::decode(&v1).expect("version 1 read");
+        assert_eq!(back.ranks().count(), 1);
     }
 
-    /// `raw` (a version 1 payload) as a payload that states `version` first.
+    /// `raw` (a version 2 payload) without its `version` field: a version 1
+    /// payload.
+    fn unstated(raw: &[u8]) -> Vec<u8> {
+        let mut b = vec![0x82];
+        b.extend_from_slice(&raw[1 + 8 + 1..]);
+        b
+    }
+
+    /// `raw` (a version 2 payload) stating `version` instead.
     fn stating(raw: &[u8], version: &[u8]) -> Vec<u8> {
         let mut b = vec![0x83];
         b.extend_from_slice(b"\xa7version");
         b.extend_from_slice(version);
-        b.extend_from_slice(&raw[1..]);
+        b.extend_from_slice(&unstated(raw)[1..]);
         zstd::bulk::compress(&b, 3).unwrap()
     }
 
@@ -382,8 +404,9 @@ mod tests {
                 .unwrap(),
         );
         assert!(JobAggregate::decode(&stating(&raw, &[0x01])).is_ok());
+        assert!(JobAggregate::decode(&stating(&raw, &[0x02])).is_ok());
         for (v, found) in [
-            (&[0x02][..], "2"),
+            (&[0x03][..], "3"),
             (&[0xce, 0x00, 0x01, 0x00, 0x00][..], "65536"),
             (&[0xa1, b'2'][..], "(unreadable)"),
         ] {
@@ -391,7 +414,7 @@ mod tests {
                 Err(e @ PayloadError::Version { .. }) => {
                     let m = e.to_string();
                     assert!(m.contains(&format!("format version {found},")), "{m}");
-                    assert!(m.contains("reads version 1"), "{m}");
+                    assert!(m.contains("reads version 2 and 1"), "{m}");
                 }
                 other => panic!("{found}: {other:?}"),
             }

@@ -25,6 +25,7 @@
 //! - [`site_totals`], [`rank_totals`], [`merged_keys`]: what is kept per
 //!   site, per rank and per key.
 //! - [`site_key`]: a site's identity.
+//! - [`regions`]: the application's code between MPI calls, per rank.
 //! - [`tmax_eval`]: an entry against tmax.
 //! - [`wait_state`]: which wait state overhead indicates.
 //! - [`eager_limit`]: the rendezvous threshold and where it comes from.
@@ -41,6 +42,7 @@ pub mod job_aggregate;
 pub mod merged_keys;
 pub mod packed_rows;
 pub mod rank_totals;
+pub mod regions;
 pub mod site_key;
 pub mod site_totals;
 pub mod tmax_eval;
@@ -53,6 +55,7 @@ pub use exact_sum::Fx;
 pub use job_aggregate::{JobAggregate, PayloadError, PAYLOAD_VERSION};
 pub use merged_keys::{KeyAcc, KeyId};
 pub use rank_totals::RankAcc;
+pub use regions::{FoldedRegionTotals, RegionAcc, RegionId, RegionRank};
 pub use site_key::{Loc, SiteKey};
 pub use site_totals::{MultiWait, PeerAcc, RankSite, SiteAcc};
 pub use tmax_eval::{Lookups, Tmax, TmaxLookup};

@@ -71,6 +71,22 @@ impl Row for PeerAcc {
     }
 }
 
+impl Row for crate::regions::RegionRank {
+    const SIZE: usize = 4 + 8 + 8;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.rank.to_le_bytes());
+        out.extend_from_slice(&self.count.to_le_bytes());
+        out.extend_from_slice(&self.time.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> Self {
+        crate::regions::RegionRank {
+            rank: u32_at(b, 0),
+            count: u64_at(b, 4),
+            time: f64::from_bits(u64_at(b, 12)),
+        }
+    }
+}
+
 impl Row for u32 {
     const SIZE: usize = 4;
     fn put(&self, out: &mut Vec<u8>) {

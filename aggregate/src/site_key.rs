@@ -55,9 +55,14 @@ pub struct SiteKey {
 impl SiteKey {
     /// The site of a record entry made at `site`.
     pub fn of_entry(site: &Site, e: &Entry) -> SiteKey {
+        SiteKey::of_call(site, &e.function)
+    }
+
+    /// The site of a call of `mpi` (C name, or `other`) made at `site`.
+    pub fn of_call(site: &Site, mpi: &str) -> SiteKey {
         SiteKey {
-            loc: Loc::of(site, &e.function),
-            function: if e.function == "other" {
+            loc: Loc::of(site, mpi),
+            function: if mpi == "other" {
                 None
             } else {
                 // Records written before names were demangled.
@@ -65,7 +70,7 @@ impl SiteKey {
                     .as_deref()
                     .map(|f| mpiover_common::demangle::demangle(f).into_owned())
             },
-            mpi: e.function.clone(),
+            mpi: mpi.to_string(),
         }
     }
 }

@@ -82,6 +82,11 @@ pub struct SiteAcc {
     pub multi: Vec<MultiWait>,
     /// (late peer, posting line) -> overhead charged.
     pub waited_for: HashMap<(u32, Option<String>), Fx>,
+    /// Point-to-point sends and receives: (rank, peer) -> calls
+    /// (saturating), so that a waiting rank's peer can be found at the
+    /// line where it sent or received (root causes).
+    #[serde(default, with = "packed_rows::map")]
+    pub pairs: HashMap<(u32, u32), u32>,
 }
 
 /// One rank's waiting at a completion site whose requests went to or came
@@ -126,6 +131,7 @@ impl SiteAcc {
             missing: BTreeMap::new(),
             multi: Vec::new(),
             waited_for: HashMap::default(),
+            pairs: HashMap::default(),
         }
     }
 
@@ -165,6 +171,10 @@ impl SiteAcc {
         self.multi.extend(o.multi);
         for (k, v) in o.waited_for {
             self.waited_for.entry(k).or_default().merge(v);
+        }
+        for (k, v) in o.pairs {
+            let c = self.pairs.entry(k).or_default();
+            *c = c.saturating_add(v);
         }
     }
 }

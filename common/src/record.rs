@@ -69,6 +69,13 @@ pub struct Record {
     /// rendezvous protocol when no profile measured it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eager_limit: Option<crate::profile::MpiTValue>,
+    /// The application's own code between consecutive MPI calls of a thread,
+    /// one entry per (call, next call); absent in older records.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub regions: Vec<Region>,
+    /// Regions that did not fit under the key cap: counted, not kept.
+    #[serde(default, skip_serializing_if = "FoldedRegions::is_empty")]
+    pub regions_folded: FoldedRegions,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -236,6 +243,46 @@ pub struct Entry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tmax_missing: Option<String>,
     pub hist: Histogram,
+}
+
+/// One end of a region: the MPI call that opened it (`from`: the region
+/// starts when that call returns) or closed it (`to`: it ends when that call
+/// is entered).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RegionEnd {
+    /// Index into `sites` (the site's `id`).
+    pub site: u32,
+    /// C name of the MPI function called there.
+    pub function: String,
+}
+
+/// Time a thread spent outside MPI between the return of one MPI call and
+/// the entry of its next, summed per (`from`, `to`) pair of calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Region {
+    pub from: RegionEnd,
+    pub to: RegionEnd,
+    /// Passes through the region.
+    pub count: u64,
+    pub sum_s: f64,
+    pub min_s: f64,
+    pub max_s: f64,
+    /// Durations of the passes (raw timer units).
+    pub hist: Histogram,
+}
+
+/// Regions over the key cap: distinct pairs (estimated), passes and time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FoldedRegions {
+    pub keys: u64,
+    pub count: u64,
+    pub sum_s: f64,
+}
+
+impl FoldedRegions {
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

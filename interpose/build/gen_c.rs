@@ -36,7 +36,7 @@ pub(crate) fn gen_event(name: &str, f: &Func, e: &Function) -> String {
             if __r == 0 {
                 #post
             }
-            __g.event(__ra, &__ev, __t1.wrapping_sub(__t0));
+            __g.event(__ra, &__ev, __t0, __t1);
             #after
             __r
         }

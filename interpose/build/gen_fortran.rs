@@ -87,7 +87,7 @@ pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Func
                     if __r == 0 {
                         #post
                     }
-                    __g.event(__ra, &__ev, __t1.wrapping_sub(__t0));
+                    __g.event(__ra, &__ev, __t0, __t1);
                     #after
                 }
             }

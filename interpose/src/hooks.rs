@@ -140,7 +140,7 @@ pub extern "C" fn mpiover_pcontrol(level: c_int) -> c_int {
             rt::STATE.fetch_and(!rt::ENABLED, Relaxed);
         }
         1 => {
-            let was = rt::STATE.fetch_or(rt::ENABLED, Relaxed);
+            let was = rt::resume();
             match rt::enter() {
                 Some(mut g) if was & rt::ENABLED == 0 => g.plain(FID_MPI_Pcontrol, 0),
                 _ => {}

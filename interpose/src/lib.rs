@@ -59,6 +59,7 @@ pub mod names {
 }
 pub mod overhead;
 pub mod py;
+mod region_records;
 pub mod run;
 #[macro_use]
 pub mod rt;

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, Ordering::*};
 
-use mpiover_common::histogram::{Bucket, Histogram};
+use mpiover_common::histogram::Histogram;
 use mpiover_common::record::{self, Entry, Folded, FunctionTotal, Record, Timer, Tool};
 
 use crate::names::{FN_NAMES, NFUNCS};
@@ -77,17 +77,6 @@ struct Merged {
     hist: Histogram,
 }
 
-fn sparse(a: &KeyStats) -> Histogram {
-    let buckets = a
-        .hist
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| b[0] > 0)
-        .map(|(i, b)| Bucket(a.hist_lo + i as u32, b[0], b[1]))
-        .collect();
-    Histogram { buckets }
-}
-
 fn name_of(fid: u16) -> String {
     FN_NAMES
         .get(fid as usize)
@@ -102,6 +91,7 @@ struct Gathered {
     funcs: Vec<[u64; 2]>,
     merged: HashMap<CallKey, Merged>,
     folded: Folded,
+    regions: crate::region_records::Regions,
     /// Requests the map dropped, and completions it could not match.
     dropped: u64,
     unmatched: u64,
@@ -126,7 +116,7 @@ pub fn build(finished: &str) -> Option<(Record, Vec<SiteRef>)> {
     let app_time_s = timer::mono_ns().wrapping_sub(info.start_mono_ns) as f64 * 1e-9;
 
     let g = gather();
-    let addrs = number_sites(&g.merged);
+    let addrs = number_sites(&g.merged, &g.regions);
     let objs = crate::objects::objects();
     let sites = addrs
         .iter()
@@ -134,6 +124,7 @@ pub fn build(finished: &str) -> Option<(Record, Vec<SiteRef>)> {
         .collect();
     let warnings = record_warnings(info, &g);
     let entries = entries(g.merged, &addrs, unit);
+    let (regions, regions_folded) = g.regions.into_record(&addrs, unit);
     let (functions, calls, ticks) = function_totals(&g.funcs, unit);
 
     let rec = Record {
@@ -171,6 +162,8 @@ pub fn build(finished: &str) -> Option<(Record, Vec<SiteRef>)> {
         folded: g.folded,
         warnings,
         eager_limit: crate::run::eager_limit(),
+        regions,
+        regions_folded,
         ..info.head.clone()
     };
     Some((rec, addrs.into_keys().collect()))
@@ -183,6 +176,7 @@ fn gather() -> Gathered {
         funcs: vec![[0u64; 2]; NFUNCS + 1],
         merged: HashMap::new(),
         folded: Folded::default(),
+        regions: Default::default(),
         dropped: 0,
         unmatched: 0,
         py_calls: 0,
@@ -227,6 +221,7 @@ fn gather() -> Gathered {
         g.folded.calls += ts.table.folded_calls;
         g.folded.keys += ts.table.folded_keys();
         merge_entries(&mut g.merged, &ts.table.entries);
+        g.regions.add(&ts.regions);
     }
     g
 }
@@ -237,7 +232,7 @@ fn merge_entries(merged: &mut HashMap<CallKey, Merged>, entries: &[KeyStats]) {
         if a.count == 0 {
             continue;
         }
-        let h = sparse(a);
+        let h = a.hist.sparse();
         match merged.get_mut(&a.key) {
             Some(m) => {
                 m.count += a.count;
@@ -271,9 +266,13 @@ fn merge_entries(merged: &mut HashMap<CallKey, Merged>, entries: &[KeyStats]) {
     }
 }
 
-/// Sites: every distinct site of the keys, numbered in order.
-fn number_sites(merged: &HashMap<CallKey, Merged>) -> BTreeMap<SiteRef, u32> {
+/// Sites: every distinct site of the keys and regions, numbered in order.
+fn number_sites(
+    merged: &HashMap<CallKey, Merged>,
+    regions: &crate::region_records::Regions,
+) -> BTreeMap<SiteRef, u32> {
     let mut addrs: BTreeMap<SiteRef, u32> = BTreeMap::new();
+    regions.sites(&mut addrs);
     for (k, m) in merged {
         addrs.insert(k.ra, 0);
         if !k.post_ra.is_none() {

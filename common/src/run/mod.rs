@@ -136,6 +136,8 @@ pub(crate) mod tests {
             folded: Folded::default(),
             warnings: vec![],
             eager_limit: None,
+            regions: Vec::new(),
+            regions_folded: Default::default(),
         }
     }
 

@@ -8,12 +8,15 @@
 
 mod arguments;
 mod arrays;
+mod buckets;
+mod call_key;
 mod comms;
 mod completion;
 mod event;
 mod guard;
 mod quiesce;
 mod record;
+mod regions;
 mod requests;
 mod site;
 mod state;
@@ -33,13 +36,16 @@ pub(crate) use requests::NULL_REQS;
 pub use requests::{ReqInfo, ReqMap, REQ_CAPACITY};
 // Re-exported: the wrappers and the shutdown layer name it as `rt::SiteRef`.
 pub use crate::site_ref::SiteRef;
+pub use buckets::Buckets;
+pub use call_key::{role_name, CallKey, KeyStats};
+pub use regions::{RegionKey, RegionStart, RegionStats};
 pub use site::{add_binding, site_of, unwound_site};
 pub use state::{
-    cnt, comm_freed, in_place, type_freed, Role, ToCount, COMM_EPOCH, DEPTH, ENABLED, FID_OTHER,
-    MAX_KEYS, MIXED_FN, NONE_FN, NONE_PEER, RESET_STEP, SELF_HI, SELF_LO, STATE, TYPE_EPOCH,
-    WORLD_RANK, WORLD_SIZE,
+    cnt, comm_freed, in_place, resume, type_freed, Role, ToCount, COMM_EPOCH, DEPTH, ENABLED,
+    FID_OTHER, MAX_KEYS, MIXED_FN, NONE_FN, NONE_PEER, PAUSES, PAUSE_STEP, RESET_STEP, SELF_HI,
+    SELF_LO, STATE, TYPE_EPOCH, WORLD_RANK, WORLD_SIZE,
 };
 pub(crate) use state::{THREADS, WORLD_GROUP};
-pub use table::{role_name, CallKey, KeyStats, Table};
+pub use table::{Stats, Table};
 pub use threads::{threads, ThreadState};
 pub use type_sizes::TypeCache;

@@ -14,9 +14,11 @@ impl Guard {
         }
     }
 
-    /// Records an event under its key.
+    /// Records an event under its key, and the region that ended at its
+    /// entry `t0` (the call returned at `t1`).
     #[inline(always)]
-    pub fn event(&mut self, ra: usize, ev: &Ev, dt: u64) {
+    pub fn event(&mut self, ra: usize, ev: &Ev, t0: u64, t1: u64) {
+        let dt = t1.wrapping_sub(t0);
         let ra = self.site(ra);
         let ts = self.ts();
         ts.updating.store(true, Relaxed);
@@ -54,6 +56,21 @@ impl Guard {
         };
         let idx = ts.table.add(&key, dt);
         ts.last_event = idx;
+        let start = ts.region_start;
+        if !start.site.is_none() {
+            let region = RegionKey {
+                from: start.site,
+                to: ra,
+                from_fid: start.fid,
+                to_fid: ev.fid,
+            };
+            ts.regions.add(&region, t0.wrapping_sub(start.t));
+        }
+        ts.region_start = RegionStart {
+            site: ra,
+            fid: ev.fid,
+            t: t1,
+        };
         if !ts.done.is_empty() {
             // The posting keys of what this completion completed learn
             // where they were completed.

@@ -11,10 +11,26 @@ use crate::names::NFUNCS;
 
 use super::*;
 
-/// Recording on (bit 0); bits 8.. count `MPI_Pcontrol(2)` resets.
+/// Recording on (bit 0); bits 1..8 count pauses (`MPI_Pcontrol(0)` then
+/// `(1)`, modulo 128), bits 8.. `MPI_Pcontrol(2)` resets. A thread that sees
+/// the word change forgets where its current region started.
 pub static STATE: AtomicU32 = AtomicU32::new(0);
 pub const ENABLED: u32 = 1;
+pub const PAUSES: u32 = 0xfe;
+pub const PAUSE_STEP: u32 = 1 << 1;
 pub const RESET_STEP: u32 = 1 << 8;
+
+/// Recording on (`MPI_Pcontrol(1)`); returns the previous word. Turning it
+/// on after a pause is counted, so that every thread's next call sees a new
+/// state word.
+pub fn resume() -> u32 {
+    let step = |s: u32| {
+        (s & ENABLED == 0).then(|| (s & !PAUSES) | (s.wrapping_add(PAUSE_STEP) & PAUSES) | ENABLED)
+    };
+    STATE
+        .fetch_update(Relaxed, Relaxed, step)
+        .unwrap_or_else(|s| s)
+}
 /// Bumped by `MPI_Comm_free`/`MPI_Comm_disconnect` (per-thread caches clear).
 pub static COMM_EPOCH: AtomicU32 = AtomicU32::new(0);
 /// Bumped by `MPI_Type_free`.

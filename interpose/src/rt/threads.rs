@@ -17,7 +17,11 @@ pub struct ThreadState {
     pub updating: AtomicBool,
     /// Calls and time per function id.
     pub funcs: Box<[[u64; 2]]>,
-    pub table: Table,
+    pub table: Table<KeyStats>,
+    /// The application's code between MPI calls, per (call, next call).
+    pub regions: Table<RegionStats>,
+    /// Where the current region started (the last call's return).
+    pub(crate) region_start: RegionStart,
     pub(crate) comms: CommCache,
     pub(crate) types: TypeCache,
     pub(crate) reqs: ReqMap,
@@ -57,6 +61,8 @@ impl ThreadState {
             updating: AtomicBool::new(false),
             funcs: vec![[0u64; 2]; NFUNCS + 1].into_boxed_slice(),
             table: Table::new(MAX_KEYS.load(Relaxed) as usize),
+            regions: Table::new(MAX_KEYS.load(Relaxed) as usize),
+            region_start: RegionStart::NONE,
             comms: CommCache::new(),
             types: TypeCache::new(),
             reqs: ReqMap::new(),
@@ -91,6 +97,9 @@ impl ThreadState {
         if st >> 8 != self.seen >> 8 {
             self.reset();
         }
+        // Recording was paused (`MPI_Pcontrol`) or reset since this thread's
+        // last call: the time since is not one region of its own code.
+        self.region_start = RegionStart::NONE;
         self.seen = st;
     }
 
@@ -98,6 +107,8 @@ impl ThreadState {
     pub fn reset(&mut self) {
         self.funcs.iter_mut().for_each(|f| *f = [0, 0]);
         self.table.clear();
+        self.regions.clear();
+        self.region_start = RegionStart::NONE;
         self.reqs.dropped = 0;
         self.unmatched = 0;
         self.py_calls = 0;

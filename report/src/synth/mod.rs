@@ -134,6 +134,8 @@ pub fn empty_record(run_id: &str, rank: u32, ranks: u32, host: &str) -> Record {
         folded: Folded::default(),
         warnings: Vec::new(),
         eager_limit: None,
+        regions: Vec::new(),
+        regions_folded: Default::default(),
     }
 }
 

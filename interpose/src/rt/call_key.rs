@@ -1,0 +1,196 @@
+//! The MPI calls' key (call site, function, p, bytes, peer, ...) and what
+//! is kept per key: counts, times, overhead against tmax, a histogram.
+
+use crate::names::FN_NAMES;
+
+use super::buckets::Buckets;
+use super::table::Stats;
+use super::*;
+
+/// The aggregation key.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct CallKey {
+    pub ra: SiteRef,
+    pub post_ra: SiteRef,
+    pub bytes: u64,
+    pub p: u32,
+    pub peer: i32,
+    pub fid: u16,
+    pub completes: u16,
+    pub role: Role,
+    /// Completions: requests completed per call, and of them point-to-point
+    /// receives and sends (saturating); 0 for other functions.
+    pub nreq: u16,
+    pub nrecv: u16,
+    pub nsend: u16,
+}
+
+impl CallKey {
+    /// What a completion key completed per call; `None` for other
+    /// functions (not on the hot path: once per new key and at the end).
+    pub fn requests(&self, function: &str) -> Option<mpiover_common::completion::Requests> {
+        mpiover_common::completion::is_completion(function).then_some(
+            mpiover_common::completion::Requests {
+                n: self.nreq as u32,
+                recv: self.nrecv as u32,
+                send: self.nsend as u32,
+            },
+        )
+    }
+
+    #[inline(always)]
+    pub(crate) fn hash(&self) -> u64 {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut h = (self.ra.bits() as u64).wrapping_mul(K);
+        h = (h.rotate_left(5) ^ self.bytes).wrapping_mul(K);
+        h = (h.rotate_left(5) ^ (((self.p as u64) << 32) | self.peer as u32 as u64))
+            .wrapping_mul(K);
+        h = (h.rotate_left(5)
+            ^ (self.fid as u64 | ((self.completes as u64) << 16) | ((self.role as u64) << 32)))
+            .wrapping_mul(K);
+        h = (h.rotate_left(5) ^ self.post_ra.bits() as u64).wrapping_mul(K);
+        h = (h.rotate_left(5)
+            ^ (self.nreq as u64 | ((self.nrecv as u64) << 16) | ((self.nsend as u64) << 32)))
+            .wrapping_mul(K);
+        h
+    }
+}
+
+/// One key's statistics, durations in raw timer units.
+pub struct KeyStats {
+    pub key: CallKey,
+    pub count: u64,
+    pub sum: u64,
+    pub min: u64,
+    pub max: u64,
+    /// Sum of max(0, t - tmax) (raw units), when `tmax` is known.
+    pub over: u64,
+    /// tmax in raw units, `u64::MAX` when there is none.
+    pub tmax: u64,
+    pub tmax_s: Option<mpiover_common::profile::Lookup>,
+    /// The rule tmax was composed by (`mpiover_common::completion`), or why
+    /// there is none, when a profile is in use.
+    pub tmax_composed: Option<&'static str>,
+    pub tmax_missing: Option<&'static str>,
+    /// Posts: the site of the completion that completed this key's
+    /// requests (0: none seen yet; the latest one wins).
+    pub done_ra: SiteRef,
+    pub hist: Buckets,
+}
+
+impl KeyStats {
+    pub(crate) fn new(key: CallKey) -> KeyStats {
+        let resolved = if key.fid == FID_OTHER {
+            None
+        } else {
+            let completes = if key.completes < MIXED_FN {
+                FN_NAMES.get(key.completes as usize).copied()
+            } else {
+                None
+            };
+            let function = FN_NAMES.get(key.fid as usize).copied().unwrap_or("?");
+            crate::overhead::tmax(&mpiover_common::completion::KeyRef {
+                function,
+                p: key.p,
+                bytes: key.bytes,
+                role: role_name(key.role),
+                completes,
+                requests: key.requests(function),
+            })
+        };
+        let (tmax_s, tmax_composed, tmax_missing) = match resolved {
+            Some(Ok(r)) => (Some(r.lookup), r.composed, None),
+            Some(Err(m)) => (None, None, Some(m.0)),
+            None => (None, None, None),
+        };
+        let tmax = match tmax_s {
+            Some(l) if l.tmax_s.is_finite() && l.tmax_s >= 0.0 => {
+                let t = l.tmax_s;
+                let u = crate::timer::unit_quick();
+                if u > 0.0 {
+                    (t / u) as u64
+                } else {
+                    u64::MAX
+                }
+            }
+            _ => u64::MAX,
+        };
+        KeyStats {
+            key,
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+            over: 0,
+            tmax,
+            tmax_s,
+            tmax_composed,
+            tmax_missing,
+            done_ra: SiteRef::NONE,
+            hist: Buckets::default(),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn add(&mut self, dt: u64) {
+        self.count += 1;
+        self.sum = self.sum.wrapping_add(dt);
+        self.min = self.min.min(dt);
+        self.max = self.max.max(dt);
+        if self.tmax != u64::MAX {
+            self.over = self.over.wrapping_add(dt.saturating_sub(self.tmax));
+        }
+        self.hist.add(dt);
+    }
+
+    pub fn reset(&mut self) {
+        self.count = 0;
+        self.sum = 0;
+        self.min = u64::MAX;
+        self.max = 0;
+        self.over = 0;
+        self.hist.clear();
+    }
+}
+
+pub fn role_name(r: Role) -> Option<&'static str> {
+    r.name()
+}
+
+impl Stats for KeyStats {
+    type Key = CallKey;
+    #[inline(always)]
+    fn key(&self) -> &CallKey {
+        &self.key
+    }
+    #[inline(always)]
+    fn site_bits(k: &CallKey) -> usize {
+        k.ra.bits()
+    }
+    #[inline(always)]
+    fn hash(k: &CallKey) -> u64 {
+        k.hash()
+    }
+    fn fresh(k: CallKey) -> KeyStats {
+        KeyStats::new(k)
+    }
+    #[inline(always)]
+    fn add(&mut self, dt: u64) {
+        KeyStats::add(self, dt)
+    }
+    fn fold_key() -> CallKey {
+        CallKey {
+            ra: SiteRef::NONE,
+            post_ra: SiteRef::NONE,
+            bytes: 0,
+            p: 0,
+            peer: NONE_PEER,
+            fid: FID_OTHER,
+            completes: NONE_FN,
+            role: Role::None,
+            nreq: 0,
+            nrecv: 0,
+            nsend: 0,
+        }
+    }
+}
