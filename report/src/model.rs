@@ -15,6 +15,9 @@ use serde::{Deserialize, Serialize};
 
 pub use mpiover_common::functions::WaitState;
 
+mod regions;
+pub use regions::{RegionEndReport, RegionRef, RegionReport, RootCause};
+
 /// A kind whose JSON spelling is also how reports print it.
 macro_rules! spelled {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal),+ $(,)? }) => {
@@ -128,6 +131,10 @@ pub struct Report {
     /// One row per rank that has a record, in rank order.
     pub ranks: Vec<RankReport>,
     pub wait_matrix: WaitMatrix,
+    /// The application's code between MPI calls, by load imbalance (largest
+    /// first); absent when the records carry no regions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub regions: Vec<RegionReport>,
     pub methods: Methods,
     /// Problems found while reading the run (missing ranks, killed ranks, the
     /// tool's own warnings), each once.
@@ -301,6 +308,11 @@ pub struct SiteReport {
     /// peers that waited least at the same site (they arrived last).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waited_for: Vec<WaitedFor>,
+    /// For sites with a wait state: why the late ranks were late, the
+    /// regions that explain most of the overhead first (empty when none
+    /// stands out of the noise; absent for sites without a wait state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_causes: Option<Vec<RootCause>>,
     /// For posts (`MPI_Isend`, `MPI_Irecv`, ...): every completion line that
     /// completed their requests, most requests first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

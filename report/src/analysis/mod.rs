@@ -36,6 +36,7 @@ use crate::signif;
 use crate::tmax::TmaxSource;
 
 mod assemble;
+mod causes;
 #[cfg(test)]
 mod job_log_tests;
 mod late;

@@ -63,6 +63,12 @@ pub(crate) fn finish(
     let min_calls = test_significance(&mut built, q_max, opts, totals.mpi)
         .or_else(|| q_max.map(|q| signif::min_calls(q, opts.alpha)));
     rank_sites(&mut built, overhead_known);
+    super::causes::sort_rows(&mut agg.regions);
+    let regions = {
+        let index = super::causes::RegionIndex::new(&agg.regions);
+        super::causes::root_causes(&mut built, &index, &agg.wait);
+        super::causes::region_reports(&agg.regions)
+    };
     warnings.extend(weak_tmax_warning(&built, run.ranks));
 
     let detail = details(&built, opts, run.ranks, overhead_known);
@@ -77,6 +83,7 @@ pub(crate) fn finish(
         sites,
         ranks: rank_reports(ranks),
         wait_matrix,
+        regions,
         methods: Methods {
             profile,
             q_max,

@@ -103,6 +103,7 @@ pub(crate) fn build_site(
         completes: acc.completes.iter().cloned().collect(),
         posted_at: posted_at(&acc),
         waited_for: waited_for(&acc, ovh),
+        root_causes: None,
         completed_at: top_keys(&acc.completed_at, usize::MAX),
         tmax_composed: top_keys(&acc.composed, 8)
             .into_iter()
