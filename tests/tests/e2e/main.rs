@@ -29,6 +29,7 @@ mod python;
 mod record_format;
 mod report;
 mod robustness;
+mod root_causes;
 mod srun;
 mod tail_call;
 mod threads;
