@@ -381,3 +381,38 @@ fn an_unsupported_interpreter_falls_back_with_one_warning() {
         out.dump()
     );
 }
+
+/// Root causes of an mpi4py program: the late sender's region, with a
+/// Python line at both ends (from one `comm.Send` to the next, where it
+/// sleeps).
+#[test]
+fn python_root_cause_has_python_lines_at_both_ends() {
+    let py = python_with_mpi4py();
+    let script = examples_src().join("python").join("late_sender.py");
+    let r = record_program(
+        "python_root_cause_has_python_lines_at_both_ends",
+        2,
+        &py,
+        &[script.to_str().expect("utf-8 path"), "10", "30"],
+        calibrated_profile(),
+    );
+    let ctx = context(&r);
+    let recv = marker_any("python/late_sender.py", "py-recv");
+    let send = u64::from(marker_any("python/late_sender.py", "py-send"));
+    let s = site_at(&r.report, "late_sender.py", recv, "MPI_Recv")
+        .unwrap_or_else(|| panic!("no MPI_Recv site at late_sender.py:{recv}\n{ctx}"));
+    assert_eq!(s["wait_state"], "Late Sender", "{s:#}\n{ctx}");
+    let c = s["root_causes"]
+        .get(0)
+        .unwrap_or_else(|| panic!("no root cause\n{s:#}\n{ctx}"));
+    assert_eq!(c["rank"], 1, "{c:#}");
+    for end in ["from", "to"] {
+        let e = &c["region"][end];
+        assert!(
+            e["file"].as_str().is_some_and(|f| file_is(f, "late_sender.py")),
+            "{end} is not a line of late_sender.py: {c:#}"
+        );
+        assert_eq!(e["line"].as_u64(), Some(send), "{end}: {c:#}");
+        assert_eq!(e["mpi_function"], "MPI_Send", "{c:#}");
+    }
+}
