@@ -129,3 +129,66 @@ fn a_shared_request_handle_is_kept_once_per_post() {
     m.remove_at(i);
     assert!(m.find(0xa000).is_none());
 }
+
+fn region(from: usize, to: usize) -> RegionKey {
+    RegionKey {
+        from: SiteRef::native(from),
+        to: SiteRef::native(to),
+        from_fid: 1,
+        to_fid: 2,
+    }
+}
+
+#[test]
+fn regions_aggregate_per_pair_of_calls_and_fold_past_the_cap() {
+    let mut t: Table<RegionStats> = Table::new(2);
+    for i in 0..30u64 {
+        // Three pairs alternate; the same `to` with two `from`s are two regions.
+        let k = match i % 3 {
+            0 => region(0x10, 0x20),
+            1 => region(0x30, 0x20),
+            _ => region(0x20, 0x10),
+        };
+        t.add(&k, 1000 + i);
+    }
+    let a = t
+        .entries
+        .iter()
+        .find(|e| e.key == region(0x10, 0x20))
+        .expect("first pair");
+    assert_eq!((a.count, a.min, a.max), (10, 1000, 1027));
+    assert_eq!(
+        a.hist
+            .sparse()
+            .buckets
+            .iter()
+            .map(|b| b.count())
+            .sum::<u64>(),
+        10
+    );
+    assert!(t.entries.iter().any(|e| e.key == region(0x30, 0x20)));
+    let other = t
+        .entries
+        .iter()
+        .find(|e| e.key.from_fid == FID_OTHER)
+        .expect("fold entry");
+    assert_eq!((other.count, t.folded_calls, t.folded_keys()), (10, 10, 1));
+}
+
+#[test]
+fn a_new_state_word_ends_the_threads_region() {
+    let ts = ThreadState::create();
+    // SAFETY: a fresh state of this test's own, never freed.
+    let ts = unsafe { &mut *ts };
+    ts.region_start = RegionStart {
+        site: SiteRef::native(0x40),
+        fid: 3,
+        t: 99,
+    };
+    // A pause and a resume (`MPI_Pcontrol(0)`, `(1)`): same reset epoch.
+    let st = ts.seen | ENABLED;
+    let resumed = (st & !PAUSES) | (st.wrapping_add(PAUSE_STEP) & PAUSES);
+    ts.sync(resumed);
+    assert!(ts.region_start.site.is_none());
+    assert_eq!(ts.seen, resumed);
+}

@@ -409,7 +409,9 @@ fn python_root_cause_has_python_lines_at_both_ends() {
     for end in ["from", "to"] {
         let e = &c["region"][end];
         assert!(
-            e["file"].as_str().is_some_and(|f| file_is(f, "late_sender.py")),
+            e["file"]
+                .as_str()
+                .is_some_and(|f| file_is(f, "late_sender.py")),
             "{end} is not a line of late_sender.py: {c:#}"
         );
         assert_eq!(e["line"].as_u64(), Some(send), "{end}: {c:#}");

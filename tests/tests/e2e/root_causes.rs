@@ -167,7 +167,9 @@ fn root_cause_of_a_balanced_program_is_none() {
         );
     }
     assert!(
-        r.report["regions"].as_array().is_some_and(|v| !v.is_empty()),
+        r.report["regions"]
+            .as_array()
+            .is_some_and(|v| !v.is_empty()),
         "no regions\n{ctx}"
     );
 }
@@ -224,9 +226,7 @@ fn root_causes_of_the_job_log_equal_those_of_the_per_rank_records() {
     let causes_of = |v: &Value| -> Vec<Value> {
         sites(v)
             .iter()
-            .map(|s| {
-                serde_json::json!([s["location"], s["mpi_function"], s["root_causes"]])
-            })
+            .map(|s| serde_json::json!([s["location"], s["mpi_function"], s["root_causes"]]))
             .collect()
     };
     assert_eq!(causes_of(&a), causes_of(&b));
