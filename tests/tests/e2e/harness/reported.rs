@@ -189,6 +189,13 @@ fn record_once(test: &str, np: u32, program: &Path, args: &[&str], profile: &Pat
     let example_name = program.file_name().and_then(|n| n.to_str()).unwrap_or("?");
     let dir = scratch(test);
     let run = dir.join("run");
+    // The launcher of the MPI under test (`mpiover record` checks that the
+    // library was built for it).
+    let launcher = if mpi_flavor() == "mpich" {
+        "mpiexec.mpich"
+    } else {
+        "mpirun"
+    };
     let mut c = Command::new(mpiover_bin());
     c.arg("record")
         .arg("--lib")
@@ -198,14 +205,14 @@ fn record_once(test: &str, np: u32, program: &Path, args: &[&str], profile: &Pat
         .arg("--out")
         .arg(&run)
         .arg("--")
-        .arg("mpirun")
+        .arg(launcher)
         .arg("-np")
         .arg(np.to_string())
         .arg(program)
         .args(args)
         .current_dir(&dir);
     let job = format!(
-        "mpiover record --profile {} --out {} -- mpirun -np {np} {example_name} {}",
+        "mpiover record --profile {} --out {} -- {launcher} -np {np} {example_name} {}",
         profile.display(),
         run.display(),
         args.join(" ")
