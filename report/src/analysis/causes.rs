@@ -7,9 +7,9 @@
 //! itself for a collective, l's send to a waiting rank for a late sender,
 //! its receive from one for a late receiver. Each region of l that ended at
 //! a matching call is compared with the same region on the waiting ranks
-//! (their median time; a waiting rank that never passed through it counts
-//! 0), or, when no waiting rank has that region, with the median of the
-//! waiting ranks' time in the regions that ended at X. The difference,
+//! that ran it (their median time), or, when none did, with their time in
+//! the code leading into the same call (the regions ending there, opened by
+//! other calls), else into X. The difference,
 //! summed over the run, is the region's *excess*: the extra time l spent in
 //! that code. When l waited itself at the call that opened the region, the
 //! same is asked of that wait, and the ranks it passes through are kept in
@@ -28,7 +28,7 @@ const MAX_CAUSES: usize = 5;
 /// Noise: an excess below this part of the waiting ranks' own time in the
 /// region, or explaining less than this part of the overhead asked about,
 /// is not a cause.
-const OF_REFERENCE: f64 = 0.1;
+const OF_REFERENCE: f64 = 0.05;
 const OF_OVERHEAD: f64 = 0.05;
 
 /// The regions, indexed for the analysis: each one's rows sorted by rank,
@@ -235,18 +235,33 @@ struct Explainer<'e> {
 }
 
 impl Explainer<'_> {
+    /// The waiting ranks' time in the code the late rank's region `id` ran:
+    /// the median over those that ran the same region; when none did, over
+    /// their code leading into the same call (opened by another call, as
+    /// the last wait of a halo exchange differs with a rank's position),
+    /// else into the wait site `x`.
     fn reference(&self, id: &RegionId, x: usize, waiting: &[u32]) -> f64 {
-        let same: Vec<Option<f64>> = waiting.iter().map(|&w| self.index.time(id, w)).collect();
-        if same.iter().any(Option::is_some) {
-            return median(same.into_iter().map(|t| t.unwrap_or(0.0)).collect());
+        let same: Vec<f64> = waiting
+            .iter()
+            .filter_map(|&w| self.index.time(id, w))
+            .collect();
+        if !same.is_empty() {
+            return median(same);
         }
-        let into_x = self.index.ending_at(&self.sites.built[x].key);
-        median(
-            waiting
+        for end in [&id.to, &self.sites.built[x].key] {
+            let into = self.index.ending_at(end);
+            let times: Vec<f64> = waiting
                 .iter()
-                .map(|&w| into_x.iter().filter_map(|id| self.index.time(id, w)).sum())
-                .collect(),
-        )
+                .filter_map(|&w| {
+                    let t: Vec<f64> = into.iter().filter_map(|r| self.index.time(r, w)).collect();
+                    (!t.is_empty()).then(|| t.iter().sum())
+                })
+                .collect();
+            if !times.is_empty() {
+                return median(times);
+            }
+        }
+        0.0
     }
 
     fn explain(&mut self, q: Question) {
@@ -344,34 +359,42 @@ pub(crate) fn root_causes(
                 asked: Vec::new(),
             };
             let late = &b.report.late_ranks;
-            let waiting_all: Vec<u32> = b
+            // Every rank that waited here, late ones included: in a
+            // symmetric exchange each rank waits for some and is late to
+            // others.
+            let waited: Vec<u32> = b
                 .acc
                 .per_rank
                 .iter()
                 .filter(|r| r.overhead.unwrap_or(0.0) > 0.0)
                 .map(|r| r.rank)
-                .filter(|r| !late.contains(r))
                 .collect();
-            for &l in late {
+            // Two late ranks share the site's overhead by what each is
+            // charged (`late_ranks_s`), so that their causes do not both
+            // claim all of it.
+            let weights = &b.report.late_ranks_s;
+            let total: f64 = weights.iter().sum();
+            for (i, &l) in late.iter().enumerate() {
+                let mine: Vec<u32> = waited.iter().copied().filter(|&w| w != l).collect();
                 // A late peer's own waiting ranks, when the site knows them.
-                let theirs: Vec<u32> = waiting_all
+                let theirs: Vec<u32> = mine
                     .iter()
                     .copied()
                     .filter(|&w| ex.sites.has_pair(x, w, l))
                     .collect();
-                let waiting = if theirs.is_empty() {
-                    &waiting_all
-                } else {
-                    &theirs
-                };
+                let waiting = if theirs.is_empty() { &mine } else { &theirs };
                 if waiting.is_empty() {
                     continue;
                 }
+                let part = match weights.get(i) {
+                    Some(&w) if total > 0.0 && w > 0.0 => w / total,
+                    _ => 1.0 / late.len() as f64,
+                };
                 ex.explain(Question {
                     x,
                     late: l,
                     waiting,
-                    cap: site_overhead,
+                    cap: site_overhead * part,
                     via: Vec::new(),
                     depth: 0,
                 });
