@@ -96,7 +96,7 @@ fn record(test: &str, format: &str, vars: &[(String, String)]) -> (PathBuf, Outc
     if mpi_flavor() == "mpich" {
         // MPICH 4.0 over UCX's tcp hangs in MPI_Finalize now and then (a
         // rank waits for a flush acknowledgement from a peer already in the
-        // PMI barrier; fixed in MPICH 4.2): the hosts keep the machine's
+        // PMI barrier; fixed upstream in 2023): the hosts keep the machine's
         // boot id, and UCX reaches across them by shared memory.
         c.env("FAKE_CLUSTER_SAME_BOOT_ID", "1");
     }
