@@ -16,6 +16,7 @@ mod calibrated;
 mod cxx;
 mod diff;
 mod exports;
+mod fake_cluster;
 mod foreign;
 mod fortran;
 mod halo;

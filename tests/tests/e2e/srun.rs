@@ -7,6 +7,12 @@
 //! one-node one; CI does). Elsewhere it says so and passes, unless
 //! `MPIOVER_E2E_SRUN=1` demands it. Open MPI only: the Debian MPICH is
 //! launched by its own Hydra here.
+//!
+//! Across nodes: `srun -N 2 -n 4` on the fake cluster's own Slurm
+//! (`scripts/fake-cluster slurm`: a slurmd per emulated host, each in the
+//! host's namespaces), 2 ranks a node, each rank reporting its node's name.
+//! Runs where that Slurm is up (`scripts/fake-cluster env` names its
+//! `SLURM_CONF`), demanded by `MPIOVER_E2E_FAKE_SLURM=1` (CI).
 
 use std::process::Command;
 
@@ -85,5 +91,46 @@ fn srun_records_per_rank_and_as_a_job_log() {
             "{format}: the late receive at {at} took {time} s\n{}",
             out.dump()
         );
+    }
+}
+
+#[test]
+fn srun_across_two_nodes_reports_each_ranks_node() {
+    if mpi_flavor() == "mpich" {
+        return;
+    }
+    let demanded = std::env::var("MPIOVER_E2E_FAKE_SLURM").as_deref() == Ok("1");
+    let conf = crate::fake_cluster::cluster_env()
+        .ok()
+        .and_then(|vars| vars.into_iter().find(|(k, _)| k == "SLURM_CONF"));
+    let Some((_, conf)) = conf else {
+        assert!(
+            !demanded,
+            "MPIOVER_E2E_FAKE_SLURM=1 but `scripts/fake-cluster env` names no SLURM_CONF: \
+             is its Slurm up (scripts/fake-cluster slurm)?"
+        );
+        eprintln!("e2e: srun -N 2: the fake cluster's Slurm is not up; not tested (scripts/fake-cluster slurm)");
+        return;
+    };
+    for (format, files) in [("per-rank", 4), ("log", 1)] {
+        let dir = scratch(&format!("srun_nodes_{format}"));
+        let run = dir.join("run");
+        let mut c = Command::new(mpiover_bin());
+        c.args(["record", "--format", format, "--lib"])
+            .arg(lib())
+            .arg("--out")
+            .arg(&run)
+            .args(["--", "srun", "-N", "2", "-n", "4", "-O", "--mpi=pmix"])
+            .arg(example("imbalanced_allreduce"))
+            .args(["10", "20"])
+            .env("SLURM_CONF", &conf)
+            .current_dir(&dir);
+        let job = format!(
+            "SLURM_CONF={conf} mpiover record --format {format} -- srun -N 2 -n 4 -O --mpi=pmix \
+             imbalanced_allreduce 10 20"
+        );
+        let out = run_locked(c, job, &dir);
+        assert_eq!(out.code(), Some(0), "{}", out.dump());
+        crate::fake_cluster::assert_two_hosts_of_two_ranks(&run, format, files, &out);
     }
 }

@@ -1,0 +1,189 @@
+//! Jobs across hosts: `scripts/fake-cluster up` makes hosts node1 and
+//! node2 on this machine (each launch on a host enters a UTS namespace with
+//! its name and a mount namespace with its own /dev/shm and boot id,
+//! through the launchers' remote-shell hooks), and `mpiover record` runs 2
+//! ranks on each under the suite's MPI: mpirun (Open MPI, its TCP BTL
+//! between the hosts and vader within) or Hydra (MPICH: its shared memory
+//! within a host, UCX between them, by shared memory too, see `record`).
+//! What a user of a cluster checks: every rank is on the host it
+//! was placed on, per-rank records and the job log merged across hosts alike,
+//! and the ranks of one host waiting in `MPI_Allreduce` for the slow rank on
+//! the other.
+//!
+//! Runs where the fake cluster is up (`scripts/fake-cluster env` answers);
+//! elsewhere it says so and passes, except under CI (`CI` set), where
+//! `.ci/run` has set it up and a missing cluster fails.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::harness::*;
+
+/// The settings `scripts/fake-cluster env` prints (`export NAME=VALUE`
+/// lines), or why there are none.
+pub fn cluster_env() -> Result<Vec<(String, String)>, String> {
+    let script = workspace_root().join("scripts/fake-cluster");
+    let out = Command::new(&script)
+        .arg("env")
+        .env_remove("LD_PRELOAD")
+        .output()
+        .map_err(|e| format!("running {}: {e}", script.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} env: {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let vars: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    if vars.is_empty() {
+        return Err(format!("{} env printed no settings", script.display()));
+    }
+    Ok(vars)
+}
+
+/// The cluster's settings, or `None` (test skipped) outside CI when it is
+/// not up.
+fn cluster_or_skip(test: &str) -> Option<Vec<(String, String)>> {
+    match cluster_env() {
+        Ok(vars) => Some(vars),
+        Err(why) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{test}: no fake cluster under CI ({why}); .ci/run sets it up with \
+                 `scripts/fake-cluster up 2`"
+            );
+            eprintln!(
+                "e2e: {test}: no fake cluster ({why}); not tested (scripts/fake-cluster up 2)"
+            );
+            None
+        }
+    }
+}
+
+/// `mpiover record --format <format> -- <launcher> (4 ranks, 2 on node1 and
+/// 2 on node2) imbalanced_allreduce 10 20`: the last rank sleeps 20 ms more
+/// per iteration.
+fn record(test: &str, format: &str, vars: &[(String, String)]) -> (PathBuf, Outcome) {
+    let dir = scratch(test);
+    let run = dir.join("run");
+    let program = example("imbalanced_allreduce");
+    let launcher: Vec<&str> = if mpi_flavor() == "mpich" {
+        vec!["mpiexec.mpich", "-n", "4", "-hosts", "node1:2,node2:2"]
+    } else {
+        vec!["mpirun", "-np", "4", "--host", "node1:2,node2:2"]
+    };
+    let mut c = Command::new(mpiover_bin());
+    c.args(["record", "--format", format, "--lib"])
+        .arg(lib())
+        .arg("--out")
+        .arg(&run)
+        .arg("--")
+        .args(&launcher)
+        .arg(&program)
+        .args(["10", "20"])
+        .current_dir(&dir);
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    if mpi_flavor() == "mpich" {
+        // MPICH 4.0 over UCX's tcp hangs in MPI_Finalize now and then (a
+        // rank waits for a flush acknowledgement from a peer already in the
+        // PMI barrier; fixed upstream in 2023): the hosts keep the machine's
+        // boot id, and UCX reaches across them by shared memory.
+        c.env("FAKE_CLUSTER_SAME_BOOT_ID", "1");
+    }
+    let job = format!(
+        "mpiover record --format {format} -- {} imbalanced_allreduce 10 20 (fake cluster)",
+        launcher.join(" ")
+    );
+    let out = run_locked(c, job, &dir);
+    assert_eq!(out.code(), Some(0), "{}", out.dump());
+    (run, out)
+}
+
+#[test]
+fn fake_cluster_ranks_report_their_hosts_per_rank_and_in_the_job_log() {
+    let Some(vars) = cluster_or_skip("fake_cluster") else {
+        return;
+    };
+    for (format, files) in [("per-rank", 4), ("log", 1)] {
+        let (run, out) = record(&format!("fake_cluster_{format}"), format, &vars);
+        assert_two_hosts_of_two_ranks(&run, format, files, &out);
+    }
+}
+
+/// What the records of `imbalanced_allreduce 10 20` on 4 ranks, 2 on node1
+/// and 2 on node2, must show (in `files` files of `format`): each rank on
+/// its host, in the JSON report and the text one, and the ranks of node1
+/// waiting in `MPI_Allreduce` for the slow rank 3 on node2.
+pub fn assert_two_hosts_of_two_ranks(run: &Path, format: &str, files: usize, out: &Outcome) {
+    let listed = std::fs::read_dir(run).expect("run directory").count();
+    assert_eq!(listed, files, "{format}\n{}", out.dump());
+    let rep: Value = report_json_of(run, None, out);
+    let ctx = format!("{format}\n{}", out.dump());
+    assert_eq!(rep["run"]["ranks_present"], 4, "{ctx}");
+    assert_eq!(
+        rep["run"]["hosts"],
+        serde_json::json!(["node1", "node2"]),
+        "{ctx}"
+    );
+    // Placed in blocks: ranks 0 and 1 on node1, 2 and 3 on node2.
+    let hosts: Vec<(u64, String)> = rep["ranks"]
+        .as_array()
+        .expect("ranks")
+        .iter()
+        .map(|k| {
+            (
+                k["rank"].as_u64().expect("rank"),
+                k["host"].as_str().expect("host").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        hosts,
+        [(0, "node1"), (1, "node1"), (2, "node2"), (3, "node2")].map(|(r, h)| (r, h.to_string())),
+        "{ctx}"
+    );
+    // The text report names the hosts in its header.
+    let text = Command::new(mpiover_bin())
+        .arg("report")
+        .arg(run)
+        .env_remove("LD_PRELOAD")
+        .output()
+        .expect("mpiover report");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("4 ranks on 2 hosts"),
+        "{format}: {text}\n{ctx}"
+    );
+    // Ranks 0-2 wait about 10 x 20 ms each for rank 3 (on the other host
+    // for 0 and 1); rank 3 waits least.
+    let at = format!(
+        "imbalanced_allreduce.c:{}",
+        marker("imbalanced_allreduce.c", "imbalanced-allreduce")
+    );
+    let site = rep["sites"]
+        .as_array()
+        .expect("sites")
+        .iter()
+        .find(|s| {
+            s["mpi_function"] == "MPI_Allreduce"
+                && s["location"].as_str().is_some_and(|l| l.ends_with(&at))
+        })
+        .unwrap_or_else(|| panic!("no MPI_Allreduce at {at}\n{ctx}"));
+    assert_eq!(site["per_rank"]["ranks"], 4, "{site}\n{ctx}");
+    assert_eq!(site["per_rank"]["time_min_rank"], 3, "{site}\n{ctx}");
+    let median = site["per_rank"]["time_median_s"].as_f64().unwrap_or(0.0);
+    assert!(
+        median > 0.5 * 10.0 * 0.020,
+        "{format}: median wait in {at} {median} s\n{site}\n{ctx}"
+    );
+}
