@@ -28,8 +28,8 @@ const MAX_CAUSES: usize = 5;
 /// Noise: an excess below this part of the waiting ranks' own time in the
 /// region, or explaining less than this part of the overhead asked about,
 /// is not a cause.
-const OF_REFERENCE: f64 = 0.05;
-const OF_OVERHEAD: f64 = 0.05;
+pub(crate) const OF_REFERENCE: f64 = 0.05;
+pub(crate) const OF_OVERHEAD: f64 = 0.05;
 
 /// The regions, indexed for the analysis: each one's rows sorted by rank,
 /// and the regions by the site that ended them.

@@ -53,6 +53,7 @@ use late::*;
 use per_rank::*;
 use rendezvous::*;
 
+pub(crate) use causes::{OF_OVERHEAD as CAUSE_OF_OVERHEAD, OF_REFERENCE as CAUSE_OF_REFERENCE};
 pub use load::{analyze_dir, analyze_records, job_aggregate_of};
 pub use mpiover_aggregate::{
     dist_index_of_edge, entry_wait_state, JobAggregate, DEFAULT_RENDEZVOUS_BYTES, DIST_BINS,

@@ -8,8 +8,12 @@ pub mod diff;
 pub mod html;
 pub mod json;
 pub mod prose;
+pub mod regions;
 pub mod source;
 pub mod text;
+
+/// Regions the text and HTML reports list (by load imbalance).
+pub const TOP_REGIONS: usize = 10;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ReportFormat {

@@ -7,9 +7,11 @@ use super::{short_paths, ExportOptions};
 use crate::model::{Metric, ProfileSource, RankedBy, Report, Significance, SiteReport, WaitState};
 use crate::units::{bytes, count, pct, secs};
 
+mod regions;
 mod sections;
 mod table;
 
+use regions::*;
 use sections::*;
 use table::*;
 
@@ -48,7 +50,7 @@ fn opt_secs(v: Option<f64>) -> String {
 pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     let st = Style { on: opts.color };
     let mut o = String::new();
-    let shorts = short_paths(r.sites.iter().filter_map(|s| s.file.as_deref()));
+    let shorts = short_paths(super::regions::report_files(r));
     let c = Ctx {
         r,
         st: &st,
@@ -60,6 +62,7 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     summary(&mut o, &c);
     sites(&mut o, &c);
     spread(&mut o, &c);
+    regions(&mut o, &c);
     ranks(&mut o, &c);
     wait_matrix(&mut o, &c);
     methods(&mut o, &c);

@@ -113,7 +113,7 @@ fn share(part: f64, whole: f64) -> f64 {
 }
 
 /// A section's title in bold and, after it, what the section shows.
-fn heading(o: &mut String, c: &Ctx, title: &str, what: impl std::fmt::Display) {
+pub(super) fn heading(o: &mut String, c: &Ctx, title: &str, what: impl std::fmt::Display) {
     let _ = writeln!(o, "{}  ({what})", c.st.bold(title));
 }
 
@@ -241,6 +241,7 @@ pub(super) fn sites(o: &mut String, c: &Ctx) {
                 .collect();
             let _ = writeln!(o, "  #{} waited for {}", site.position, who.join(", "));
         }
+        cause_lines(o, c, site);
         for rule in &site.tmax_composed {
             let _ = writeln!(o, "  tmax of #{} composed: {rule}", site.position);
         }
@@ -491,6 +492,7 @@ pub(super) fn methods(o: &mut String, c: &Ctx) {
         );
     }
     let _ = writeln!(o, "  Call sites   caller depth {} (MPIOVER_DEPTH)", m.depth);
+    methods_line(o, c);
 
     if !r.warnings.is_empty() {
         o.push('\n');
