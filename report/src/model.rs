@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub use mpiover_common::functions::WaitState;
 
 mod regions;
-pub use regions::{RegionEndReport, RegionRef, RegionReport, RootCause};
+pub use regions::{Excerpt, RegionEndReport, RegionRef, RegionReport, RootCause};
 
 /// A kind whose JSON spelling is also how reports print it.
 macro_rules! spelled {
@@ -535,6 +535,9 @@ pub struct Detail {
     /// Indexed like `Report::sites`; `None` past the detailed sites.
     pub dists: Vec<Option<Dist>>,
     pub sources: Vec<Option<Source>>,
+    /// Indexed like `Report::regions`: each region's source lines (empty
+    /// past the regions shown, or when its files are not readable).
+    pub regions: Vec<Vec<Excerpt>>,
 }
 
 /// Overhead (or time) per site and rank for the top sites.

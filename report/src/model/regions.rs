@@ -72,3 +72,15 @@ pub struct RegionReport {
     /// most, when the region ends at a synchronizing call.
     pub imbalance_s: f64,
 }
+
+/// Source lines of a region for the HTML export: one stretch of a file,
+/// with the lines of the region's ends marked. Line numbers need not be
+/// consecutive: a jump is an elision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Excerpt {
+    pub path: String,
+    /// `(line number, text)`, ascending.
+    pub lines: Vec<(u32, String)>,
+    /// The lines of the MPI calls that open and close the region.
+    pub marks: Vec<u32>,
+}

@@ -10,6 +10,7 @@ pub(crate) fn details(built: &[Built], opts: &Options, world: u32, overhead_know
         heatmap: None,
         dists: vec![None; built.len()],
         sources: vec![None; built.len()],
+        regions: Vec::new(),
     };
     for (i, b) in built.iter().take(nd).enumerate() {
         let (lo, hi) = match (
@@ -68,4 +69,35 @@ pub(crate) fn details(built: &[Built], opts: &Options, world: u32, overhead_know
         });
     }
     detail
+}
+
+/// The source lines of the regions the HTML shows: the first
+/// [`crate::export::TOP_REGIONS`], and those the detailed sites name as root
+/// causes. Indexed like `regions`; empty unless sources are read.
+pub(crate) fn region_sources(
+    regions: &[RegionReport],
+    built: &[Built],
+    opts: &Options,
+) -> Vec<Vec<Excerpt>> {
+    if !opts.read_sources {
+        return Vec::new();
+    }
+    let named: Vec<&RegionRef> = built
+        .iter()
+        .take(opts.detail_sites)
+        .filter_map(|b| b.report.root_causes.as_ref())
+        .flatten()
+        .map(|c| &c.region)
+        .collect();
+    regions
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            if i < crate::export::TOP_REGIONS || named.contains(&&r.region) {
+                crate::export::source::read_region(&r.region)
+            } else {
+                Vec::new()
+            }
+        })
+        .collect()
 }

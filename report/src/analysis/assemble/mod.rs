@@ -11,7 +11,7 @@ mod site;
 mod summary;
 mod warnings;
 
-use detail::details;
+use detail::{details, region_sources};
 use matrix::wait_matrix;
 use significance::{rank_sites, test_significance, weak_tmax_warning};
 use site::build_site;
@@ -71,7 +71,8 @@ pub(crate) fn finish(
     };
     warnings.extend(weak_tmax_warning(&built, run.ranks));
 
-    let detail = details(&built, opts, run.ranks, overhead_known);
+    let mut detail = details(&built, opts, run.ranks, overhead_known);
+    detail.regions = region_sources(&regions, &built, opts);
     let sites: Vec<SiteReport> = built.into_iter().map(|b| b.report).collect();
     let wait_matrix = wait_matrix(&agg.wait, overhead_known);
 

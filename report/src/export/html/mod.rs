@@ -1,7 +1,8 @@
 //! HTML: one self-contained file (inline CSS, SVG and a little JS; nothing
 //! fetched from the network) with the summary, a bar chart of the top sites,
-//! a per-rank heat map, the wait matrix, and for each top site the
-//! distribution of its call times against tmax and its source lines.
+//! a per-rank heat map, the wait matrix, for each top site the distribution
+//! of its call times against tmax, its source lines and its root causes, and
+//! the regions between MPI calls by load imbalance with their source.
 
 use std::fmt::Write;
 
@@ -10,12 +11,14 @@ use crate::model::{RankedBy, Report, SiteReport};
 
 mod charts;
 mod methods;
+mod regions;
 mod sites;
 mod style;
 mod summary;
 
 use charts::*;
 use methods::*;
+use regions::*;
 use sites::*;
 use style::*;
 use summary::*;
@@ -77,7 +80,7 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     let c = Ctx {
         r,
         ovh: r.summary.ranked_by == RankedBy::Overhead,
-        shorts: short_paths(r.sites.iter().filter_map(|s| s.file.as_deref())),
+        shorts: short_paths(super::regions::report_files(r)),
     };
     let top = opts.top.unwrap_or(20).min(r.sites.len());
     let mut o = String::new();
@@ -99,6 +102,7 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     heatmap(&mut o, &c);
     wait_matrix(&mut o, &c);
     site_details(&mut o, &c, top.min(10));
+    regions_section(&mut o, &c);
     ranks_table(&mut o, &c);
     methods(&mut o, &c);
     let _ = write!(o, "<script>{JS}</script>\n</main></body></html>\n");

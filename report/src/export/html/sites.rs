@@ -294,6 +294,7 @@ pub(crate) fn site_details(o: &mut String, c: &Ctx, n: usize) {
                 esc(&who.join("; "))
             );
         }
+        root_causes(o, c, s);
         if !s.completed_at.is_empty() {
             let _ = write!(
                 o,

@@ -22,6 +22,9 @@ tr.sig td.ovh{color:#a50f15;font-weight:600}
 svg text{font-family:inherit}
 pre.src{background:#f6f8fa;padding:8px;border-radius:6px;font-size:.85em;overflow-x:auto}
 pre.src .hl{background:#ffebe9;display:block;font-weight:600}
+pre.src .gap{display:block;color:#57606a}
+ul.causes{margin:.2em 0;padding-left:1.4em;font-size:.9em}ul.causes li{margin:.2em 0}
+.region{border-top:1px solid #eaeef2;padding-top:6px}
 .site{border-top:1px solid #eaeef2;padding-top:6px}
 .grid2{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:16px;align-items:start}
 @media(max-width:900px){.grid2{grid-template-columns:1fr}}
