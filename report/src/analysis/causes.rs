@@ -306,9 +306,17 @@ impl Explainer<'_> {
         if q.depth >= MAX_DEPTH {
             return;
         }
-        // The late rank waited itself where its region began: why?
+        // The late rank waited itself where its region began: why? Only
+        // what it waited there beyond the waiting ranks (when they sat in
+        // the same call, e.g. a collective) made it late to them.
         for a in opened_by {
-            let own = self.sites.overhead_of(a, q.late);
+            let theirs = median(
+                q.waiting
+                    .iter()
+                    .map(|&w| self.sites.overhead_of(a, w))
+                    .collect(),
+            );
+            let own = self.sites.overhead_of(a, q.late) - theirs;
             if own <= 0.0 || own < OF_OVERHEAD * q.cap {
                 continue;
             }
