@@ -152,9 +152,12 @@ fn root_cause_of_a_chain_of_waits_names_its_origin() {
 
 #[test]
 fn root_cause_of_a_balanced_program_is_none() {
+    // Two ranks: with more ranks than cores, MPICH's ranks spin while they
+    // wait, and a rank that wakes from its sleep waits for a core, which is
+    // real lateness (5-7 % of the region here) but not the program's.
     let r = record(
         "root_cause_of_a_balanced_program_is_none",
-        3,
+        2,
         "root_cause",
         &["balanced", "20", "0", "10"],
         calibrated_profile(),
