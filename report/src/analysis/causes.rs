@@ -18,7 +18,7 @@
 use mpiover_aggregate::{RegionAcc, RegionId};
 use mpiover_common::functions::catalogue::{self, Direction};
 
-use super::assemble::Built;
+use super::assemble::{site, Built};
 use super::*;
 
 /// How far lateness is followed back through ranks that waited themselves.
@@ -84,18 +84,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// One end of a region as the report names it.
 pub(crate) fn end_report(key: &SiteKey) -> RegionEndReport {
-    let (file, line) = match &key.loc {
-        Loc::Line(f, l) => (Some(f.clone()), Some(*l)),
-        Loc::File(f) => (Some(f.clone()), None),
-        _ => (None, None),
-    };
+    let (file, line) = site::file_line(&key.loc);
     RegionEndReport {
         file,
         line,
-        function: key
-            .function
-            .as_deref()
-            .map(|f| mpiover_common::demangle::without_parameters(f).to_string()),
+        function: site::function_name(key),
         mpi_function: key.mpi.clone(),
         location: key.loc.display(),
     }
@@ -420,10 +413,5 @@ pub(crate) fn root_causes(
         causes.dedup_by(|a, b| a.rank == b.rank && a.region == b.region);
         causes.truncate(MAX_CAUSES);
         built[x].report.root_causes = Some(causes);
-    }
-    for b in built.iter_mut() {
-        if b.report.wait_state.is_none() {
-            b.report.root_causes = None;
-        }
     }
 }

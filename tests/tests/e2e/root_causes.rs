@@ -13,9 +13,6 @@
 //! - The merged job log gives the same regions and root causes as the
 //!   per-rank records.
 
-use std::path::Path;
-use std::process::Command;
-
 use serde_json::Value;
 
 use crate::harness::*;
@@ -177,25 +174,6 @@ fn root_cause_of_a_balanced_program_is_none() {
     );
 }
 
-/// The report with the tmax the records carry (given a profile, the report
-/// on per-rank records evaluates every call against it again, while a
-/// merged log keeps the run's own figures per rank).
-fn report_json(dir: &Path) -> Value {
-    let o = Command::new(mpiover_bin())
-        .args(["report", "-f", "json"])
-        .arg(dir)
-        .env_remove("LD_PRELOAD")
-        .output()
-        .expect("runs mpiover report");
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).expect("JSON")
-}
-
 #[test]
 fn root_causes_of_the_job_log_equal_those_of_the_per_rank_records() {
     let np = 3;
@@ -222,7 +200,13 @@ fn root_causes_of_the_job_log_equal_those_of_the_per_rank_records() {
         };
         std::fs::copy(e.path(), to.join(&n)).expect("copy");
     }
-    let (a, b) = (report_json(&log_only), report_json(&files_only));
+    // Without a profile: the report on per-rank records would evaluate
+    // every call against a given one again, while a merged log keeps the
+    // run's own figures per rank; both use the tmax the records carry.
+    let (a, b) = (
+        report_json_of(&log_only, None, &out),
+        report_json_of(&files_only, None, &out),
+    );
     assert!(
         a["regions"].as_array().is_some_and(|v| !v.is_empty()),
         "{a:#}"

@@ -7,7 +7,7 @@ use super::*;
 mod detail;
 mod matrix;
 mod significance;
-mod site;
+pub(crate) mod site;
 mod summary;
 mod warnings;
 

@@ -25,6 +25,22 @@ fn share(part: Option<f64>, whole: f64) -> Option<f64> {
     part.map(|p| if whole > 0.0 { p / whole } else { 0.0 })
 }
 
+/// The file and line of a location, as far as it was resolved.
+pub(crate) fn file_line(loc: &Loc) -> (Option<String>, Option<u32>) {
+    match loc {
+        Loc::Line(f, l) => (Some(f.clone()), Some(*l)),
+        Loc::File(f) => (Some(f.clone()), None),
+        _ => (None, None),
+    }
+}
+
+/// A site's enclosing function without its parameter list.
+pub(crate) fn function_name(key: &SiteKey) -> Option<String> {
+    key.function
+        .as_deref()
+        .map(|f| mpiover_common::demangle::without_parameters(f).to_string())
+}
+
 /// The report row of one site (ranked and tested later).
 pub(crate) fn build_site(
     key: SiteKey,
@@ -43,21 +59,14 @@ pub(crate) fn build_site(
     let (late, basis) = late_ranks(&acc, wait_state, ovh, pr.overhead_median_s);
     let late: Vec<(u32, f64)> = late.into_iter().take(MAX_LATE).collect();
     let time = acc.time.get();
-    let (file, line) = match &key.loc {
-        Loc::Line(f, l) => (Some(f.clone()), Some(*l)),
-        Loc::File(f) => (Some(f.clone()), None),
-        _ => (None, None),
-    };
+    let (file, line) = file_line(&key.loc);
     let report = SiteReport {
         rank: 0,
         position: 0,
         mpi_function: key.mpi.clone(),
         file,
         line,
-        function: key
-            .function
-            .as_deref()
-            .map(|f| mpiover_common::demangle::without_parameters(f).to_string()),
+        function: function_name(&key),
         function_signature: key.function.clone(),
         location: key.loc.display(),
         module: acc.site.module.clone(),
