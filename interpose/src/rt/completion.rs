@@ -7,10 +7,10 @@ use mpiover_mpisys::*;
 use super::*;
 
 impl Guard {
-    /// Remembers a request a posting call created. A non-persistent request
-    /// to or from `MPI_PROC_NULL` is not remembered (its handle may be shared
-    /// by all such posts): its handle goes into `null_reqs`, so that its
-    /// completion is ignored.
+    /// Remembers a request a posting call created, posted at `site`. A
+    /// non-persistent request to or from `MPI_PROC_NULL` is not remembered
+    /// (its handle may be shared by all such posts): its handle goes into
+    /// `null_reqs`, so that its completion is ignored.
     #[inline]
     pub fn post(
         &mut self,
@@ -19,14 +19,12 @@ impl Guard {
         req: usize,
         persistent: bool,
         kind: Posted,
-        ra: usize,
+        site: SiteRef,
     ) {
         let (recv, p2p) = (kind == Posted::Recv, kind != Posted::Collective);
         if req == 0 || req == consts::request_null().bits() {
             return;
         }
-        // The call's event found the site just before (memoized).
-        let site = self.site(ra);
         let ts = self.ts();
         if ev.proc_null && !persistent {
             if !ts.null_reqs.contains(&req) {
@@ -46,14 +44,13 @@ impl Guard {
             // `MPI_MESSAGE_NO_PROC`): not a request of its own.
             return;
         }
-        let ra = site;
         // The posting call's own event was recorded just before.
         let agg = ts.last_event;
         ts.reqs.insert(ReqInfo {
             handle: req,
             comm,
-            ra,
-            init_ra: ra,
+            ra: site,
+            init_ra: site,
             bytes: ev.sent.max(ev.recvd),
             p: ev.p,
             peer: ev.peer,
@@ -91,8 +88,7 @@ impl Guard {
     /// site; the request's posting site becomes this call's, and it is active
     /// until completed. A request to or from `MPI_PROC_NULL` is started but
     /// not merged into the event.
-    pub fn start(&mut self, ev: &mut Ev, req: usize, ra: usize) {
-        let site = self.site(ra);
+    pub fn start(&mut self, ev: &mut Ev, req: usize, site: SiteRef) {
         let m = &mut self.ts().reqs;
         if let Some(i) = m.find(req) {
             if let Some(s) = m.slots.get_mut(i) {
@@ -111,14 +107,21 @@ impl Guard {
     }
 
     /// A completed request: merges what it was into the event and forgets
-    /// it unless persistent. `st` is its status (may be null). Ignored:
-    /// `MPI_REQUEST_NULL`, an inactive persistent request (MPI completes
-    /// both at once with an empty status), a request to or from
-    /// `MPI_PROC_NULL`. A cancelled request moved nothing: 0 bytes, no peer.
+    /// it unless persistent. `st` is its status (may be null), `site` the
+    /// completing call's. Ignored: `MPI_REQUEST_NULL`, an inactive
+    /// persistent request (MPI completes both at once with an empty status),
+    /// a request to or from `MPI_PROC_NULL`. A cancelled request moved
+    /// nothing: 0 bytes, no peer.
     ///
     /// # Safety
     /// `st` is null or points to a status MPI filled.
-    pub unsafe fn complete(&mut self, ev: &mut Ev, req: usize, st: *const MPI_Status) {
+    pub unsafe fn complete(
+        &mut self,
+        ev: &mut Ev,
+        req: usize,
+        st: *const MPI_Status,
+        site: SiteRef,
+    ) {
         if req == 0 || req == consts::request_null().bits() {
             return;
         }
@@ -147,7 +150,17 @@ impl Guard {
         if r.proc_null {
             return;
         }
-        if r.agg != usize::MAX {
+        // The posting key learns this site in the event, unless it already
+        // names it (a loop that completes the same posts at the same site:
+        // every call after the first), when the event would write what is
+        // there. No entry at that index (a folded key): the event would
+        // write nowhere either.
+        if ts
+            .table
+            .entries
+            .get(r.agg)
+            .is_some_and(|e| e.done_ra != site)
+        {
             ts.done.push((r.agg, r.init_ra, r.fid));
         }
         let (mut bytes, mut peer) = (r.bytes, r.peer);
