@@ -10,8 +10,10 @@ impl Guard {
     /// Remembers a request a posting call created, posted at `site`. A
     /// non-persistent request to or from `MPI_PROC_NULL` is not remembered
     /// (its handle may be shared by all such posts): its handle goes into
-    /// `null_reqs`, so that its completion is ignored.
-    #[inline]
+    /// `null_reqs`, so that its completion is ignored. Inlined into the
+    /// posting wrappers (with the map's insert): no call, and the request's
+    /// fields go straight into its slot.
+    #[inline(always)]
     pub fn post(
         &mut self,
         ev: &Ev,
@@ -26,22 +28,10 @@ impl Guard {
             return;
         }
         let ts = self.ts();
-        if ev.proc_null && !persistent {
-            if !ts.null_reqs.contains(&req) {
-                // The latest few distinct ones (an MPI that returned fresh
-                // requests for them would reuse those for real posts, which
-                // the map finds first).
-                let k = ts.null_next % NULL_REQS;
-                ts.null_next = k + 1;
-                if let Some(s) = ts.null_reqs.get_mut(k) {
-                    *s = req;
-                }
-            }
-            return;
-        }
-        if ts.null_next != 0 && ts.null_reqs.contains(&req) {
-            // A shared complete request (e.g. `MPI_Imrecv` of
-            // `MPI_MESSAGE_NO_PROC`): not a request of its own.
+        let proc_null = ev.proc_null && !persistent;
+        // Both rare: a post to or from MPI_PROC_NULL, or any post once the
+        // thread has seen one.
+        if (proc_null || ts.null_next != 0) && null_post(ts, req, proc_null) {
             return;
         }
         // The posting call's own event was recorded just before.
@@ -77,7 +67,7 @@ impl Guard {
     pub fn cancelling(&mut self, req: usize) {
         let m = &mut self.ts().reqs;
         if let Some(i) = m.find(req) {
-            if let Some(s) = m.slots.get_mut(i) {
+            if let Some(s) = m.at_mut(i) {
                 s.cancel = true;
             }
         }
@@ -91,7 +81,7 @@ impl Guard {
     pub fn start(&mut self, ev: &mut Ev, req: usize, site: SiteRef) {
         let m = &mut self.ts().reqs;
         if let Some(i) = m.find(req) {
-            if let Some(s) = m.slots.get_mut(i) {
+            if let Some(s) = m.at_mut(i) {
                 // The event names the *_init call and its site; later
                 // completions name this start as the posting site.
                 let mut init = *s;
@@ -126,71 +116,106 @@ impl Guard {
             return;
         }
         let ts = self.ts();
-        let m = &mut ts.reqs;
-        let Some(i) = m.find(req) else {
-            if ts.null_next != 0 && ts.null_reqs.contains(&req) {
-                return;
-            }
-            ts.unmatched += 1;
-            ev.completes = if ev.n_done == 0 { NONE_FN } else { MIXED_FN };
-            ev.n_done += 1;
-            return;
+        let Some(i) = ts.reqs.find(req) else {
+            return unmatched(ts, ev, req);
         };
-        let Some(s) = m.slots.get_mut(i) else { return };
-        let r = *s;
-        if r.persistent {
-            if !r.active {
-                return;
-            }
-            s.active = false;
-            s.cancel = false;
-        } else {
-            m.remove_at(i);
-        }
-        if r.proc_null {
+        // Read in place, no copy of the whole 64-byte slot: the slot is
+        // released only once the event has what it needs.
+        let Some(r) = ts.reqs.at(i) else { return };
+        let persistent = r.persistent;
+        if persistent && !r.active {
             return;
         }
-        // The posting key learns this site in the event, unless it already
-        // names it (a loop that completes the same posts at the same site:
-        // every call after the first), when the event would write what is
-        // there. No entry at that index (a folded key): the event would
-        // write nowhere either.
-        if ts
-            .table
-            .entries
-            .get(r.agg)
-            .is_some_and(|e| e.done_ra != site)
-        {
-            ts.done.push((r.agg, r.init_ra, r.fid));
-        }
-        let (mut bytes, mut peer) = (r.bytes, r.peer);
-        if r.cancel && !st.is_null() {
-            let mut flag: core::ffi::c_int = 0;
-            // SAFETY: `st` is non-null, so a status MPI filled (this function's
-            // contract); `flag` is a live local.
-            if unsafe { PMPI_Test_cancelled(st, &mut flag) } == 0 && flag != 0 {
-                merge_done(ev, &r, 0, NONE_PEER);
-                return;
+        if !r.proc_null {
+            // The posting key learns this site in the event, unless it
+            // already names it (a loop that completes the same posts at
+            // the same site: every call after the first), when the event
+            // would write what is there. No entry at that index (a folded
+            // key): the event would write nowhere either.
+            if ts
+                .table
+                .entries
+                .get(r.agg)
+                .is_some_and(|e| e.done_ra != site)
+            {
+                ts.done.push((r.agg, r.init_ra, r.fid));
+            }
+            let mut cancelled = false;
+            if r.cancel && !st.is_null() {
+                let mut flag: core::ffi::c_int = 0;
+                // SAFETY: `st` is non-null, so a status MPI filled (this
+                // function's contract); `flag` is a live local.
+                cancelled = unsafe { PMPI_Test_cancelled(st, &mut flag) } == 0 && flag != 0;
+            }
+            if cancelled {
+                merge_done(ev, r, 0, NONE_PEER);
+            } else {
+                let (mut bytes, mut peer) = (r.bytes, r.peer);
+                if r.recv && !st.is_null() {
+                    // SAFETY: `st` is non-null, so a status MPI filled (as above).
+                    if let Some(b) = unsafe { status_bytes(st) } {
+                        bytes = b;
+                    }
+                    if peer == NONE_PEER {
+                        // Posted with MPI_ANY_SOURCE: the status says who, as a
+                        // rank of the posting communicator (translated without
+                        // calling MPI: the communicator may be gone by now).
+                        // SAFETY: as above.
+                        let source = unsafe { status_source(st) };
+                        peer = ts.comms.translate_cached(r.comm, source);
+                    }
+                }
+                merge_done(ev, r, bytes, peer);
             }
         }
-        if r.recv && !st.is_null() {
-            // SAFETY: `st` is non-null, so a status MPI filled (as above).
-            if let Some(b) = unsafe { status_bytes(st) } {
-                bytes = b;
+        if persistent {
+            if let Some(s) = ts.reqs.at_mut(i) {
+                s.active = false;
+                s.cancel = false;
             }
-            if peer == NONE_PEER {
-                // Posted with MPI_ANY_SOURCE: the status says who, as a rank
-                // of the posting communicator (translated without calling MPI:
-                // the communicator may be gone by now).
-                // SAFETY: as above.
-                let source = unsafe { status_source(st) };
-                peer = ts.comms.translate_cached(r.comm, source);
-            }
+        } else {
+            ts.reqs.remove_at(i);
         }
-        merge_done(ev, &r, bytes, peer);
     }
 }
 
+/// A post to or from `MPI_PROC_NULL` (`proc_null`), or any post once the
+/// thread has seen one: true when the post is not to be remembered.
+#[cold]
+#[inline(never)]
+fn null_post(ts: &mut ThreadState, req: usize, proc_null: bool) -> bool {
+    if proc_null {
+        if !ts.null_reqs.contains(&req) {
+            // The latest few distinct ones (an MPI that returned fresh
+            // requests for them would reuse those for real posts, which
+            // the map finds first).
+            let k = ts.null_next % NULL_REQS;
+            ts.null_next = k + 1;
+            if let Some(s) = ts.null_reqs.get_mut(k) {
+                *s = req;
+            }
+        }
+        return true;
+    }
+    // A shared complete request (e.g. `MPI_Imrecv` of
+    // `MPI_MESSAGE_NO_PROC`): not a request of its own.
+    ts.null_reqs.contains(&req)
+}
+
+/// A completed request the map does not have: ignored if it is one of the
+/// shared `MPI_PROC_NULL` ones, else counted (see `ThreadState::unmatched`).
+#[cold]
+#[inline(never)]
+fn unmatched(ts: &mut ThreadState, ev: &mut Ev, req: usize) {
+    if ts.null_next != 0 && ts.null_reqs.contains(&req) {
+        return;
+    }
+    ts.unmatched += 1;
+    ev.completes = if ev.n_done == 0 { NONE_FN } else { MIXED_FN };
+    ev.n_done += 1;
+}
+
+#[inline(always)]
 pub(crate) fn merge_done(ev: &mut Ev, r: &ReqInfo, bytes: u64, peer: i32) {
     if ev.n_done == 0 {
         ev.completes = r.fid;

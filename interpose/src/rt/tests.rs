@@ -82,7 +82,7 @@ fn request_map_insert_find_remove() {
         let f = m.find(h);
         assert_eq!(f.is_some(), n % 3 != 0, "handle {h}");
         if let Some(i) = f {
-            assert_eq!(m.slots[i].ra, SiteRef::native(h * 2));
+            assert_eq!(m.at(i).expect("slot").ra, SiteRef::native(h * 2));
         }
     }
     assert_eq!(m.len, hs.len() - hs.len().div_ceil(3));
@@ -110,7 +110,7 @@ fn a_shared_request_handle_is_kept_once_per_post() {
     let mut peers = Vec::new();
     for _ in 0..5 {
         let i = m.find(shared).expect("one slot per post");
-        peers.push(m.slots[i].peer);
+        peers.push(m.at(i).expect("slot").peer);
         m.remove_at(i);
     }
     peers.sort_unstable();
