@@ -101,10 +101,13 @@ impl Guard {
     /// completing call's. Ignored: `MPI_REQUEST_NULL`, an inactive
     /// persistent request (MPI completes both at once with an empty status),
     /// a request to or from `MPI_PROC_NULL`. A cancelled request moved
-    /// nothing: 0 bytes, no peer.
+    /// nothing: 0 bytes, no peer. Inlined into the completing wrappers: a
+    /// call per request, with its prologue and the event behind a pointer,
+    /// cost about 40 instructions per completed request.
     ///
     /// # Safety
     /// `st` is null or points to a status MPI filled.
+    #[inline(always)]
     pub unsafe fn complete(
         &mut self,
         ev: &mut Ev,
