@@ -11,8 +11,7 @@ impl Guard {
     /// non-persistent request to or from `MPI_PROC_NULL` is not remembered
     /// (its handle may be shared by all such posts): its handle goes into
     /// `null_reqs`, so that its completion is ignored. Inlined into the
-    /// posting wrappers (with the map's insert): no call, and the request's
-    /// fields go straight into its slot.
+    /// posting wrappers (with the map's insert): no call.
     #[inline(always)]
     pub fn post(
         &mut self,

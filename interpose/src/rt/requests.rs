@@ -104,9 +104,8 @@ impl ReqMap {
         self.slots.as_mut().map(|s| &mut s[i & MASK])
     }
 
-    /// Remembers a post. Inlined into the posting wrappers: the fields are
-    /// written into the slot directly instead of building a `ReqInfo` and
-    /// copying it.
+    /// Remembers a post. Inlined into the posting wrappers: no call, and
+    /// the `ReqInfo` is copied once, into its slot.
     #[inline(always)]
     pub(crate) fn insert(&mut self, r: ReqInfo) {
         let Some(slots) = self.slots.as_mut() else {
