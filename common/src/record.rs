@@ -265,9 +265,8 @@ pub struct Region {
     /// Passes through the region.
     pub count: u64,
     pub sum_s: f64,
-    pub min_s: f64,
-    pub max_s: f64,
-    /// Durations of the passes (raw timer units).
+    /// Durations of the passes (raw timer units), per octave: each power of
+    /// two's passes and sum in the bucket of their mean.
     pub hist: Histogram,
 }
 

@@ -31,12 +31,14 @@ pub(crate) fn gen_event(name: &str, f: &Func, e: &Function) -> String {
             let __r = #pfunc(#(#call),*);
             let __t1 = crate::timer::now();
             let __ra: usize = crate::caller!();
+            // Found once: the event, the post and the completions name it.
+            let __site = __g.site(__ra);
             let mut __ev = crate::rt::Ev::new(crate::names::#base_fid);
             #call_fid
             if __r == 0 {
                 #post
             }
-            __g.event(__ra, &__ev, __t0, __t1);
+            __g.event(__site, &__ev, __t0, __t1);
             #after
             __r
         }

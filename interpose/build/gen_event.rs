@@ -200,7 +200,7 @@ pub(crate) fn event_parts(name: &str, f: &Func, e: &Function) -> Parts {
         let persistent = e.persistent_of.is_some();
         p.after.extend(quote! {
             if __r == 0 && !#q.is_null() {
-                __g.post(&__ev, #cb, (*#q).bits(), #persistent, crate::rt::Posted::#kind, __ra);
+                __g.post(&__ev, #cb, (*#q).bits(), #persistent, crate::rt::Posted::#kind, __site);
             }
         });
     }
@@ -296,7 +296,7 @@ fn requests(name: &str, f: &Func, rq: Requests, status: Option<&str>, p: &mut Pa
             let q = param(name, f, request, Kind::Request);
             snapshot_one(&mut p.pre, f, &q);
             p.post
-                .extend(quote! { if __ok { __g.complete(&mut __ev, __q, #st); } });
+                .extend(quote! { if __ok { __g.complete(&mut __ev, __q, #st, __site); } });
         }
         Requests::Any {
             count,
@@ -321,7 +321,7 @@ fn requests(name: &str, f: &Func, rq: Requests, status: Option<&str>, p: &mut Pa
             }
             p.post.extend(quote! {
                 if __ok && !#ii.is_null() && *#ii != #undefined {
-                    let __q = __g.snapped(*#ii); __g.complete(&mut __ev, __q, #st);
+                    let __q = __g.snapped(*#ii); __g.complete(&mut __ev, __q, #st, __site);
                 }
             });
         }
@@ -342,7 +342,7 @@ fn requests(name: &str, f: &Func, rq: Requests, status: Option<&str>, p: &mut Pa
                 if __ok {
                     for __k in 0..#c.max(0) {
                         let __q = __g.snapped(__k);
-                        __g.complete(&mut __ev, __q, #s.add(__k as usize));
+                        __g.complete(&mut __ev, __q, #s.add(__k as usize), __site);
                     }
                 }
             });
@@ -380,7 +380,7 @@ fn requests(name: &str, f: &Func, rq: Requests, status: Option<&str>, p: &mut Pa
                 if __n != #undefined && !#ixi.is_null() {
                     for __k in 0..__n.max(0) {
                         let __q = __g.snapped(*#ixi.add(__k as usize));
-                        __g.complete(&mut __ev, __q, #s.add(__k as usize));
+                        __g.complete(&mut __ev, __q, #s.add(__k as usize), __site);
                     }
                 }
             });
@@ -388,7 +388,7 @@ fn requests(name: &str, f: &Func, rq: Requests, status: Option<&str>, p: &mut Pa
         Requests::Start { request } => {
             let q = param(name, f, request, Kind::Request);
             snapshot_one(&mut p.pre, f, &q);
-            p.post.extend(quote! { __g.start(&mut __ev, __q, __ra); });
+            p.post.extend(quote! { __g.start(&mut __ev, __q, __site); });
         }
         Requests::StartAll { count, requests } => {
             let (c, q) = (
@@ -398,7 +398,7 @@ fn requests(name: &str, f: &Func, rq: Requests, status: Option<&str>, p: &mut Pa
             snapshot_many(&mut p.pre, f, &c, &q);
             let c = ident(&c);
             p.post.extend(quote! {
-                for __k in 0..#c.max(0) { let __q = __g.snapped(__k); __g.start(&mut __ev, __q, __ra); }
+                for __k in 0..#c.max(0) { let __q = __g.snapped(__k); __g.start(&mut __ev, __q, __site); }
             });
         }
     }

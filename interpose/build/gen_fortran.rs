@@ -83,11 +83,12 @@ pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Func
                     let __t1 = crate::timer::now();
                     let __r: core::ffi::c_int = #ierr;
                     #views
+                    let __site = __g.site(__ra);
                     let mut __ev = crate::rt::Ev::new(crate::names::#fid);
                     if __r == 0 {
                         #post
                     }
-                    __g.event(__ra, &__ev, __t0, __t1);
+                    __g.event(__site, &__ev, __t0, __t1);
                     #after
                 }
             }

@@ -13,8 +13,6 @@ use crate::rt::{RegionKey, RegionStats, SiteRef, Table, FID_OTHER};
 pub(crate) struct MergedRegion {
     count: u64,
     sum: u64,
-    min: u64,
-    max: u64,
     hist: Histogram,
 }
 
@@ -31,29 +29,29 @@ impl Regions {
     /// Adds one thread's table.
     pub(crate) fn add(&mut self, t: &Table<RegionStats>) {
         self.folded_keys += t.folded_keys();
-        for r in t.entries.iter().filter(|r| r.count > 0) {
-            if r.key.from_fid == FID_OTHER {
-                self.folded_count += r.count;
-                self.folded_sum = self.folded_sum.wrapping_add(r.sum);
+        for r in t.entries.iter() {
+            let (count, sum) = (r.count(), r.sum());
+            if count == 0 {
                 continue;
             }
-            let h = r.hist.sparse();
+            if r.key.from_fid == FID_OTHER {
+                self.folded_count += count;
+                self.folded_sum = self.folded_sum.wrapping_add(sum);
+                continue;
+            }
+            let h = r.histogram();
             match self.merged.get_mut(&r.key) {
                 Some(m) => {
-                    m.count += r.count;
-                    m.sum = m.sum.wrapping_add(r.sum);
-                    m.min = m.min.min(r.min);
-                    m.max = m.max.max(r.max);
+                    m.count += count;
+                    m.sum = m.sum.wrapping_add(sum);
                     m.hist.merge(&h);
                 }
                 None => {
                     self.merged.insert(
                         r.key,
                         MergedRegion {
-                            count: r.count,
-                            sum: r.sum,
-                            min: r.min,
-                            max: r.max,
+                            count,
+                            sum,
                             hist: h,
                         },
                     );
@@ -92,8 +90,6 @@ impl Regions {
                 to: end(k.to, k.to_fid),
                 count: m.count,
                 sum_s: m.sum as f64 * unit,
-                min_s: m.min as f64 * unit,
-                max_s: m.max as f64 * unit,
                 hist: m.hist,
             })
             .collect();

@@ -75,6 +75,14 @@ pub struct KeyStats {
     /// Posts: the site of the completion that completed this key's
     /// requests (0: none seen yet; the latest one wins).
     pub done_ra: SiteRef,
+    /// The region that ended at this key's call last: the entry of the key
+    /// whose call opened it (`region_from`) and the region's entry
+    /// (`region_in`); `u32::MAX` when none. A region's ends are the site and
+    /// function of two keys, so when the previous call's entry is
+    /// `region_from` again the region is `region_in`, found with one
+    /// compare.
+    pub region_from: u32,
+    pub region_in: u32,
     pub hist: Buckets,
 }
 
@@ -127,6 +135,8 @@ impl KeyStats {
             tmax_composed,
             tmax_missing,
             done_ra: SiteRef::NONE,
+            region_from: u32::MAX,
+            region_in: u32::MAX,
             hist: Buckets::default(),
         }
     }

@@ -83,6 +83,9 @@ impl CommCache {
         }
     }
 
+    /// Inlined for the two predefined communicators (two compares, no
+    /// call); the others go through the cache (`lookup_other`).
+    #[inline(always)]
     pub(crate) fn lookup(&mut self, comm: MPI_Comm) -> CommInfo {
         let h = comm.bits();
         if h == consts::comm_world().bits() {
@@ -106,6 +109,12 @@ impl CommCache {
                 slot: 0,
             };
         }
+        self.lookup_other(comm)
+    }
+
+    #[inline(never)]
+    pub(crate) fn lookup_other(&mut self, comm: MPI_Comm) -> CommInfo {
+        let h = comm.bits();
         let e = COMM_EPOCH.load(Relaxed);
         if e != self.epoch {
             self.entries.clear();

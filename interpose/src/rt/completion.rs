@@ -7,11 +7,12 @@ use mpiover_mpisys::*;
 use super::*;
 
 impl Guard {
-    /// Remembers a request a posting call created. A non-persistent request
-    /// to or from `MPI_PROC_NULL` is not remembered (its handle may be shared
-    /// by all such posts): its handle goes into `null_reqs`, so that its
-    /// completion is ignored.
-    #[inline]
+    /// Remembers a request a posting call created, posted at `site`. A
+    /// non-persistent request to or from `MPI_PROC_NULL` is not remembered
+    /// (its handle may be shared by all such posts): its handle goes into
+    /// `null_reqs`, so that its completion is ignored. Inlined into the
+    /// posting wrappers (with the map's insert): no call.
+    #[inline(always)]
     pub fn post(
         &mut self,
         ev: &Ev,
@@ -19,41 +20,26 @@ impl Guard {
         req: usize,
         persistent: bool,
         kind: Posted,
-        ra: usize,
+        site: SiteRef,
     ) {
         let (recv, p2p) = (kind == Posted::Recv, kind != Posted::Collective);
         if req == 0 || req == consts::request_null().bits() {
             return;
         }
-        // The call's event found the site just before (memoized).
-        let site = self.site(ra);
         let ts = self.ts();
-        if ev.proc_null && !persistent {
-            if !ts.null_reqs.contains(&req) {
-                // The latest few distinct ones (an MPI that returned fresh
-                // requests for them would reuse those for real posts, which
-                // the map finds first).
-                let k = ts.null_next % NULL_REQS;
-                ts.null_next = k + 1;
-                if let Some(s) = ts.null_reqs.get_mut(k) {
-                    *s = req;
-                }
-            }
+        let proc_null = ev.proc_null && !persistent;
+        // Both rare: a post to or from MPI_PROC_NULL, or any post once the
+        // thread has seen one.
+        if (proc_null || ts.null_next != 0) && null_post(ts, req, proc_null) {
             return;
         }
-        if ts.null_next != 0 && ts.null_reqs.contains(&req) {
-            // A shared complete request (e.g. `MPI_Imrecv` of
-            // `MPI_MESSAGE_NO_PROC`): not a request of its own.
-            return;
-        }
-        let ra = site;
         // The posting call's own event was recorded just before.
         let agg = ts.last_event;
         ts.reqs.insert(ReqInfo {
             handle: req,
             comm,
-            ra,
-            init_ra: ra,
+            ra: site,
+            init_ra: site,
             bytes: ev.sent.max(ev.recvd),
             p: ev.p,
             peer: ev.peer,
@@ -80,7 +66,7 @@ impl Guard {
     pub fn cancelling(&mut self, req: usize) {
         let m = &mut self.ts().reqs;
         if let Some(i) = m.find(req) {
-            if let Some(s) = m.slots.get_mut(i) {
+            if let Some(s) = m.at_mut(i) {
                 s.cancel = true;
             }
         }
@@ -91,11 +77,10 @@ impl Guard {
     /// site; the request's posting site becomes this call's, and it is active
     /// until completed. A request to or from `MPI_PROC_NULL` is started but
     /// not merged into the event.
-    pub fn start(&mut self, ev: &mut Ev, req: usize, ra: usize) {
-        let site = self.site(ra);
+    pub fn start(&mut self, ev: &mut Ev, req: usize, site: SiteRef) {
         let m = &mut self.ts().reqs;
         if let Some(i) = m.find(req) {
-            if let Some(s) = m.slots.get_mut(i) {
+            if let Some(s) = m.at_mut(i) {
                 // The event names the *_init call and its site; later
                 // completions name this start as the posting site.
                 let mut init = *s;
@@ -111,73 +96,128 @@ impl Guard {
     }
 
     /// A completed request: merges what it was into the event and forgets
-    /// it unless persistent. `st` is its status (may be null). Ignored:
-    /// `MPI_REQUEST_NULL`, an inactive persistent request (MPI completes
-    /// both at once with an empty status), a request to or from
-    /// `MPI_PROC_NULL`. A cancelled request moved nothing: 0 bytes, no peer.
+    /// it unless persistent. `st` is its status (may be null), `site` the
+    /// completing call's. Ignored: `MPI_REQUEST_NULL`, an inactive
+    /// persistent request (MPI completes both at once with an empty status),
+    /// a request to or from `MPI_PROC_NULL`. A cancelled request moved
+    /// nothing: 0 bytes, no peer. Inlined into the completing wrappers: a
+    /// call per request, with its prologue and the event behind a pointer,
+    /// cost about 40 instructions per completed request.
     ///
     /// # Safety
     /// `st` is null or points to a status MPI filled.
-    pub unsafe fn complete(&mut self, ev: &mut Ev, req: usize, st: *const MPI_Status) {
+    #[inline(always)]
+    pub unsafe fn complete(
+        &mut self,
+        ev: &mut Ev,
+        req: usize,
+        st: *const MPI_Status,
+        site: SiteRef,
+    ) {
         if req == 0 || req == consts::request_null().bits() {
             return;
         }
         let ts = self.ts();
-        let m = &mut ts.reqs;
-        let Some(i) = m.find(req) else {
-            if ts.null_next != 0 && ts.null_reqs.contains(&req) {
-                return;
-            }
-            ts.unmatched += 1;
-            ev.completes = if ev.n_done == 0 { NONE_FN } else { MIXED_FN };
-            ev.n_done += 1;
-            return;
+        let Some(i) = ts.reqs.find(req) else {
+            return unmatched(ts, ev, req);
         };
-        let Some(s) = m.slots.get_mut(i) else { return };
-        let r = *s;
-        if r.persistent {
-            if !r.active {
-                return;
-            }
-            s.active = false;
-            s.cancel = false;
-        } else {
-            m.remove_at(i);
-        }
-        if r.proc_null {
+        // Read in place, no copy of the whole 64-byte slot: the slot is
+        // released only once the event has what it needs.
+        let Some(r) = ts.reqs.at(i) else { return };
+        let persistent = r.persistent;
+        if persistent && !r.active {
             return;
         }
-        if r.agg != usize::MAX {
-            ts.done.push((r.agg, r.init_ra, r.fid));
-        }
-        let (mut bytes, mut peer) = (r.bytes, r.peer);
-        if r.cancel && !st.is_null() {
-            let mut flag: core::ffi::c_int = 0;
-            // SAFETY: `st` is non-null, so a status MPI filled (this function's
-            // contract); `flag` is a live local.
-            if unsafe { PMPI_Test_cancelled(st, &mut flag) } == 0 && flag != 0 {
-                merge_done(ev, &r, 0, NONE_PEER);
-                return;
+        if !r.proc_null {
+            // The posting key learns this site in the event, unless it
+            // already names it (a loop that completes the same posts at
+            // the same site: every call after the first), when the event
+            // would write what is there. No entry at that index (a folded
+            // key): the event would write nowhere either.
+            if ts
+                .table
+                .entries
+                .get(r.agg)
+                .is_some_and(|e| e.done_ra != site)
+            {
+                ts.done.push((r.agg, r.init_ra, r.fid));
+            }
+            let mut cancelled = false;
+            if r.cancel && !st.is_null() {
+                let mut flag: core::ffi::c_int = 0;
+                // SAFETY: `st` is non-null, so a status MPI filled (this
+                // function's contract); `flag` is a live local.
+                cancelled = unsafe { PMPI_Test_cancelled(st, &mut flag) } == 0 && flag != 0;
+            }
+            if cancelled {
+                merge_done(ev, r, 0, NONE_PEER);
+            } else {
+                let (mut bytes, mut peer) = (r.bytes, r.peer);
+                if r.recv && !st.is_null() {
+                    // SAFETY: `st` is non-null, so a status MPI filled (as above).
+                    if let Some(b) = unsafe { status_bytes(st) } {
+                        bytes = b;
+                    }
+                    if peer == NONE_PEER {
+                        // Posted with MPI_ANY_SOURCE: the status says who, as a
+                        // rank of the posting communicator (translated without
+                        // calling MPI: the communicator may be gone by now).
+                        // SAFETY: as above.
+                        let source = unsafe { status_source(st) };
+                        peer = ts.comms.translate_cached(r.comm, source);
+                    }
+                }
+                merge_done(ev, r, bytes, peer);
             }
         }
-        if r.recv && !st.is_null() {
-            // SAFETY: `st` is non-null, so a status MPI filled (as above).
-            if let Some(b) = unsafe { status_bytes(st) } {
-                bytes = b;
+        if persistent {
+            if let Some(s) = ts.reqs.at_mut(i) {
+                s.active = false;
+                s.cancel = false;
             }
-            if peer == NONE_PEER {
-                // Posted with MPI_ANY_SOURCE: the status says who, as a rank
-                // of the posting communicator (translated without calling MPI:
-                // the communicator may be gone by now).
-                // SAFETY: as above.
-                let source = unsafe { status_source(st) };
-                peer = ts.comms.translate_cached(r.comm, source);
-            }
+        } else {
+            ts.reqs.remove_at(i);
         }
-        merge_done(ev, &r, bytes, peer);
     }
 }
 
+/// A post to or from `MPI_PROC_NULL` (`proc_null`), or any post once the
+/// thread has seen one: true when the post is not to be remembered.
+#[cold]
+#[inline(never)]
+fn null_post(ts: &mut ThreadState, req: usize, proc_null: bool) -> bool {
+    if proc_null {
+        if !ts.null_reqs.contains(&req) {
+            // The latest few distinct ones (an MPI that returned fresh
+            // requests for them would reuse those for real posts, which
+            // the map finds first).
+            let k = ts.null_next % NULL_REQS;
+            ts.null_next = k + 1;
+            if let Some(s) = ts.null_reqs.get_mut(k) {
+                *s = req;
+            }
+        }
+        return true;
+    }
+    // A shared complete request (e.g. `MPI_Imrecv` of
+    // `MPI_MESSAGE_NO_PROC`): not a request of its own.
+    ts.null_reqs.contains(&req)
+}
+
+/// A completed request the map does not have: ignored if it is one of the
+/// shared `MPI_PROC_NULL` ones, else counted (see `ThreadState::unmatched`).
+#[cold]
+#[inline(never)]
+fn unmatched(ts: &mut ThreadState, ev: &mut Ev, req: usize) {
+    if ts.null_next != 0 && ts.null_reqs.contains(&req) {
+        return;
+    }
+    ts.unmatched += 1;
+    ev.completes = if ev.n_done == 0 { NONE_FN } else { MIXED_FN };
+    ev.n_done += 1;
+}
+
+#[inline(always)]
 pub(crate) fn merge_done(ev: &mut Ev, r: &ReqInfo, bytes: u64, peer: i32) {
     if ev.n_done == 0 {
         ev.completes = r.fid;

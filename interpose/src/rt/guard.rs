@@ -23,9 +23,6 @@ thread_local! {
 pub struct Guard {
     pub(crate) ts: NonNull<ThreadState>,
     pub(crate) busy: *const Cell<bool>,
-    /// The call's site once found, for the return address it was found
-    /// for (a post finds it twice: its event and its request).
-    pub(crate) memo: (usize, SiteRef),
 }
 
 impl Drop for Guard {
@@ -63,7 +60,6 @@ pub fn enter() -> Option<Guard> {
         let g = Guard {
             ts,
             busy: &t.busy as *const Cell<bool>,
-            memo: (0, SiteRef::NONE),
         };
         // SAFETY: as above.
         unsafe {

@@ -14,12 +14,12 @@ impl Guard {
         }
     }
 
-    /// Records an event under its key, and the region that ended at its
-    /// entry `t0` (the call returned at `t1`).
+    /// Records an event under its key, at the call's `site`, and the
+    /// region that ended at its entry `t0` (the call returned at `t1`).
     #[inline(always)]
-    pub fn event(&mut self, ra: usize, ev: &Ev, t0: u64, t1: u64) {
+    pub fn event(&mut self, site: SiteRef, ev: &Ev, t0: u64, t1: u64) {
         let dt = t1.wrapping_sub(t0);
-        let ra = self.site(ra);
+        let ra = site;
         let ts = self.ts();
         ts.updating.store(true, Relaxed);
         // With the writer's barrier, either the writer sees `updating` set
@@ -54,17 +54,12 @@ impl Guard {
             nrecv: sat(ev.n_recv),
             nsend: sat(ev.n_send),
         };
+        let prev = ts.last_event;
         let idx = ts.table.add(&key, dt);
         ts.last_event = idx;
-        let start = ts.region_start;
-        if !start.site.is_none() {
-            let region = RegionKey {
-                from: start.site,
-                to: ra,
-                from_fid: start.fid,
-                to_fid: ev.fid,
-            };
-            ts.regions.add(&region, t0.wrapping_sub(start.t));
+        let opened = ts.region_start.t;
+        if opened != 0 {
+            ts.region(prev, idx, ra, ev.fid, t0.wrapping_sub(opened));
         }
         ts.region_start = RegionStart {
             site: ra,
@@ -87,4 +82,42 @@ impl Guard {
     }
 
     // ---- requests ----------------------------------------------------------
+}
+
+impl ThreadState {
+    /// Adds `dt` to the region from the call of entry `prev` (the region's
+    /// start, `region_start`) to this call, of entry `idx` at `to`
+    /// (`to_fid`).
+    #[inline(always)]
+    fn region(&mut self, prev: usize, idx: usize, to: SiteRef, to_fid: u16, dt: u64) {
+        if let Some(e) = self.table.entries.get(idx) {
+            if e.region_from == prev as u32 {
+                if let Some(r) = self.regions.entries.get_mut(e.region_in as usize) {
+                    r.add(dt);
+                    return;
+                }
+            }
+        }
+        self.region_slow(prev, idx, to, to_fid, dt);
+    }
+
+    #[inline(never)]
+    fn region_slow(&mut self, prev: usize, idx: usize, to: SiteRef, to_fid: u16, dt: u64) {
+        let start = self.region_start;
+        let key = RegionKey {
+            from: start.site,
+            to,
+            from_fid: start.fid,
+            to_fid,
+        };
+        let r = self.regions.add(&key, dt);
+        // The hint needs both calls' entries (a folded key has none) and the
+        // region's own (a folded region has none either).
+        if r != usize::MAX && prev != usize::MAX {
+            if let Some(e) = self.table.entries.get_mut(idx) {
+                e.region_from = prev as u32;
+                e.region_in = r as u32;
+            }
+        }
+    }
 }

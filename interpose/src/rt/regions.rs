@@ -4,7 +4,8 @@
 //! the same key cap as the MPI calls; the report compares a late rank's
 //! region with the waiting ranks' to say why it was late.
 
-use super::buckets::Buckets;
+use mpiover_common::histogram::{bucket_index, Bucket, Histogram};
+
 use super::table::Stats;
 use super::*;
 
@@ -18,9 +19,11 @@ pub struct RegionKey {
 }
 
 /// Where the thread's current region started: the site and function of the
-/// MPI call that returned last, and the time it returned. `site` is
-/// [`SiteRef::NONE`] when there is none (before the first call, after a
-/// pause in recording).
+/// MPI call that returned last, and the time it returned. It is
+/// [`RegionStart::NONE`], `t` 0, when there is none (before the first call,
+/// after a pause in recording): the hot path tests `t` alone, and a timer
+/// that reads 0 at a call's return (it counts from boot) at worst skips
+/// one region.
 #[derive(Clone, Copy)]
 pub struct RegionStart {
     pub site: SiteRef,
@@ -36,14 +39,53 @@ impl RegionStart {
     };
 }
 
-/// One region's passes (durations in raw timer units).
+/// One region's passes (durations in raw timer units). Regions are timed
+/// on every call, so their histogram is per octave (powers of two) in a
+/// fixed array: one leading-zero count and two adds, without the range
+/// checks of the keys' finer histogram. The passes and their sum are not
+/// counted on their own: the octaves hold both. Nor are the shortest and
+/// longest pass: what the report compares is a region's total per rank.
 pub struct RegionStats {
     pub key: RegionKey,
-    pub count: u64,
-    pub sum: u64,
-    pub min: u64,
-    pub max: u64,
-    pub hist: Buckets,
+    /// (passes, sum) of the durations in `[2^i, 2^(i+1))` (octave 0 holds
+    /// 0 and 1).
+    pub octaves: [[u64; 2]; 64],
+}
+
+impl RegionStats {
+    /// Passes through the region.
+    pub fn count(&self) -> u64 {
+        self.octaves.iter().map(|o| o[0]).sum()
+    }
+
+    /// Their total time (raw units, wrapping as the per-key sums do).
+    pub fn sum(&self) -> u64 {
+        self.octaves.iter().fold(0u64, |s, o| s.wrapping_add(o[1]))
+    }
+
+    /// The octaves in the record's histogram form: each octave's passes and
+    /// sum in the record's bucket of their mean duration, so that counts
+    /// and sums are exact and every pass is placed within its octave.
+    pub fn histogram(&self) -> Histogram {
+        let mut buckets: Vec<Bucket> = Vec::new();
+        for o in self.octaves.iter().filter(|o| o[0] > 0) {
+            let i = bucket_index(o[1] / o[0]) as u32;
+            match buckets.last_mut() {
+                Some(b) if b.0 == i => {
+                    b.1 += o[0];
+                    b.2 = b.2.wrapping_add(o[1]);
+                }
+                _ => buckets.push(Bucket(i, o[0], o[1])),
+            }
+        }
+        Histogram { buckets }
+    }
+}
+
+/// The octave of a duration: `floor(log2(dt))`, 0 for 0 and 1.
+#[inline(always)]
+fn octave(dt: u64) -> usize {
+    (63 - (dt | 1).leading_zeros()) as usize & 63
 }
 
 impl Stats for RegionStats {
@@ -66,20 +108,14 @@ impl Stats for RegionStats {
     fn fresh(key: RegionKey) -> RegionStats {
         RegionStats {
             key,
-            count: 0,
-            sum: 0,
-            min: u64::MAX,
-            max: 0,
-            hist: Buckets::default(),
+            octaves: [[0; 2]; 64],
         }
     }
     #[inline(always)]
     fn add(&mut self, dt: u64) {
-        self.count += 1;
-        self.sum = self.sum.wrapping_add(dt);
-        self.min = self.min.min(dt);
-        self.max = self.max.max(dt);
-        self.hist.add(dt);
+        let o = &mut self.octaves[octave(dt)];
+        o[0] += 1;
+        o[1] = o[1].wrapping_add(dt);
     }
     fn fold_key() -> RegionKey {
         RegionKey {

@@ -67,16 +67,22 @@ pub const REQ_CAPACITY: usize = REQ_SLOTS * 7 / 8 - 1;
 /// finds the table full is not remembered (its completion then has no
 /// `completes`) and counted in `dropped`.
 pub struct ReqMap {
-    pub(crate) slots: Vec<ReqInfo>,
+    /// Allocated at the thread's first post. A fixed-size array, so that an
+    /// index masked to `REQ_SLOTS - 1` needs no bounds check on the hot path.
+    pub(crate) slots: Option<Box<[ReqInfo; REQ_SLOTS]>>,
     pub(crate) len: usize,
     /// Posts not remembered because the map was full.
     pub dropped: u64,
 }
 
+/// Every index into the slots is masked with it, so that the compiler sees
+/// it in range: no bounds check, and no panic path, on the hot path.
+const MASK: usize = REQ_SLOTS - 1;
+
 impl ReqMap {
     pub(crate) fn new() -> ReqMap {
         ReqMap {
-            slots: Vec::new(),
+            slots: None,
             len: 0,
             dropped: 0,
         }
@@ -84,22 +90,33 @@ impl ReqMap {
 
     #[inline(always)]
     pub(crate) fn home(h: usize) -> usize {
-        ((h as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 51) as usize & (REQ_SLOTS - 1)
+        ((h as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 51) as usize & MASK
     }
 
+    /// The slot at `i` (masked), for a caller that got `i` from `find`.
+    #[inline(always)]
+    pub(crate) fn at(&self, i: usize) -> Option<&ReqInfo> {
+        self.slots.as_ref().map(|s| &s[i & MASK])
+    }
+
+    #[inline(always)]
+    pub(crate) fn at_mut(&mut self, i: usize) -> Option<&mut ReqInfo> {
+        self.slots.as_mut().map(|s| &mut s[i & MASK])
+    }
+
+    /// Remembers a post. Inlined into the posting wrappers: no call, and
+    /// the `ReqInfo` is copied once, into its slot.
+    #[inline(always)]
     pub(crate) fn insert(&mut self, r: ReqInfo) {
-        if self.slots.is_empty() {
-            self.slots = vec![ReqInfo::EMPTY; REQ_SLOTS];
-        }
+        let Some(slots) = self.slots.as_mut() else {
+            return self.insert_first(r);
+        };
         let mut i = Self::home(r.handle);
         for _ in 0..REQ_SLOTS {
-            let Some(s) = self.slots.get_mut(i) else {
-                return;
-            };
+            let s = &mut slots[i & MASK];
             if s.handle == 0 {
                 if self.len >= REQ_CAPACITY {
-                    self.dropped += 1;
-                    return;
+                    return self.full();
                 }
                 *s = r;
                 self.len += 1;
@@ -116,55 +133,77 @@ impl ReqMap {
                 *s = r;
                 return;
             }
-            i = (i + 1) & (REQ_SLOTS - 1);
+            i = (i + 1) & MASK;
         }
     }
 
+    /// The thread's first post: allocates the slots (cold, once).
+    #[cold]
+    #[inline(never)]
+    fn insert_first(&mut self, r: ReqInfo) {
+        let v = vec![ReqInfo::EMPTY; REQ_SLOTS].into_boxed_slice();
+        let Ok(slots) = <Box<[ReqInfo; REQ_SLOTS]>>::try_from(v) else {
+            return;
+        };
+        self.slots = Some(slots);
+        self.insert(r);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn full(&mut self) {
+        self.dropped += 1;
+    }
+
+    #[inline(always)]
     pub(crate) fn find(&self, h: usize) -> Option<usize> {
-        if self.slots.is_empty() || h == 0 {
+        let slots = self.slots.as_ref()?;
+        if h == 0 {
             return None;
         }
         let mut i = Self::home(h);
         for _ in 0..REQ_SLOTS {
-            let s = self.slots.get(i)?;
-            if s.handle == 0 {
+            let s = slots[i & MASK].handle;
+            if s == 0 {
                 return None;
             }
-            if s.handle == h {
+            if s == h {
                 return Some(i);
             }
-            i = (i + 1) & (REQ_SLOTS - 1);
+            i = (i + 1) & MASK;
         }
         None
     }
 
-    pub(crate) fn remove_at(&mut self, mut i: usize) {
-        // Backward-shift deletion keeps probe chains intact.
-        let mask = REQ_SLOTS - 1;
+    #[inline(always)]
+    pub(crate) fn remove_at(&mut self, i: usize) {
+        let Some(slots) = self.slots.as_mut() else {
+            return;
+        };
+        // Backward-shift deletion keeps probe chains intact. Only the
+        // handles are read while scanning: a whole slot is copied only when
+        // one moves (a collision, rare).
+        let mut i = i & MASK;
         let mut j = i;
         loop {
-            j = (j + 1) & mask;
-            let Some(&s) = self.slots.get(j) else { break };
-            if s.handle == 0 {
+            j = (j + 1) & MASK;
+            let h = slots[j & MASK].handle;
+            if h == 0 {
                 break;
             }
-            let k = Self::home(s.handle);
-            // Move s to i if its home is not cyclically in (i, j].
+            let k = Self::home(h);
+            // Move slot j to i if its home is not cyclically in (i, j].
             let in_range = if i <= j {
                 i < k && k <= j
             } else {
                 i < k || k <= j
             };
             if !in_range {
-                if let Some(d) = self.slots.get_mut(i) {
-                    *d = s;
-                }
+                slots[i & MASK] = slots[j & MASK];
                 i = j;
             }
         }
-        if let Some(d) = self.slots.get_mut(i) {
-            d.handle = 0;
-        }
+        slots[i & MASK].handle = 0;
         self.len = self.len.saturating_sub(1);
     }
 }

@@ -51,19 +51,15 @@ pub fn site_of(ra: usize) -> SiteRef {
 impl Guard {
     /// The call site of this call, whose wrapper's return address is `ra`:
     /// a Python line when the call came from Python through mpi4py (and
-    /// Python sites are on), else [`site_of`]. Found once per call.
+    /// Python sites are on), else [`site_of`]. A wrapper finds it once and
+    /// passes it to the event, the post and the completions.
     #[inline(always)]
     pub fn site(&mut self, ra: usize) -> SiteRef {
-        if self.memo.0 == ra && !self.memo.1.is_none() {
-            return self.memo.1;
-        }
-        let s = if crate::py::ON.load(Relaxed) {
+        if crate::py::ON.load(Relaxed) {
             self.python_site(ra)
         } else {
             site_of(ra)
-        };
-        self.memo = (ra, s);
-        s
+        }
     }
 
     #[inline(never)]

@@ -82,7 +82,7 @@ fn request_map_insert_find_remove() {
         let f = m.find(h);
         assert_eq!(f.is_some(), n % 3 != 0, "handle {h}");
         if let Some(i) = f {
-            assert_eq!(m.slots[i].ra, SiteRef::native(h * 2));
+            assert_eq!(m.at(i).expect("slot").ra, SiteRef::native(h * 2));
         }
     }
     assert_eq!(m.len, hs.len() - hs.len().div_ceil(3));
@@ -110,7 +110,7 @@ fn a_shared_request_handle_is_kept_once_per_post() {
     let mut peers = Vec::new();
     for _ in 0..5 {
         let i = m.find(shared).expect("one slot per post");
-        peers.push(m.slots[i].peer);
+        peers.push(m.at(i).expect("slot").peer);
         m.remove_at(i);
     }
     peers.sort_unstable();
@@ -156,14 +156,10 @@ fn regions_aggregate_per_pair_of_calls_and_fold_past_the_cap() {
         .iter()
         .find(|e| e.key == region(0x10, 0x20))
         .expect("first pair");
-    assert_eq!((a.count, a.min, a.max), (10, 1000, 1027));
+    assert_eq!(a.count(), 10);
+    assert_eq!(a.sum(), (0..10).map(|j| 1000 + 3 * j).sum::<u64>());
     assert_eq!(
-        a.hist
-            .sparse()
-            .buckets
-            .iter()
-            .map(|b| b.count())
-            .sum::<u64>(),
+        a.histogram().buckets.iter().map(|b| b.count()).sum::<u64>(),
         10
     );
     assert!(t.entries.iter().any(|e| e.key == region(0x30, 0x20)));
@@ -172,7 +168,10 @@ fn regions_aggregate_per_pair_of_calls_and_fold_past_the_cap() {
         .iter()
         .find(|e| e.key.from_fid == FID_OTHER)
         .expect("fold entry");
-    assert_eq!((other.count, t.folded_calls, t.folded_keys()), (10, 10, 1));
+    assert_eq!(
+        (other.count(), t.folded_calls, t.folded_keys()),
+        (10, 10, 1)
+    );
 }
 
 #[test]
@@ -191,4 +190,39 @@ fn a_new_state_word_ends_the_threads_region() {
     ts.sync(resumed);
     assert!(ts.region_start.site.is_none());
     assert_eq!(ts.seen, resumed);
+}
+
+#[test]
+fn region_octaves_keep_counts_and_sums_exact_and_each_pass_in_its_octave() {
+    let mut t: Table<RegionStats> = Table::new(4);
+    let k = region(0x10, 0x20);
+    let durations = [0u64, 1, 2, 3, 1000, 1023, 1024, 5_000_000, u64::MAX / 2];
+    for &d in &durations {
+        t.add(&k, d);
+    }
+    let r = &t.entries[0];
+    assert_eq!(r.count(), durations.len() as u64);
+    assert_eq!(
+        r.sum(),
+        durations.iter().fold(0u64, |s, &d| s.wrapping_add(d))
+    );
+    let h = r.histogram();
+    assert_eq!(
+        h.buckets.iter().map(|b| b.1).sum::<u64>(),
+        durations.len() as u64
+    );
+    // 1000 and 1023 share the octave [512, 1024); 1024 starts the next.
+    let (lo, hi) = mpiover_common::histogram::bucket_bounds(
+        mpiover_common::histogram::bucket_index(1011) as usize,
+    );
+    let b = h
+        .buckets
+        .iter()
+        .find(|b| b.2 == 2023)
+        .expect("the octave of 1000 and 1023");
+    assert_eq!(b.1, 2);
+    assert!(
+        lo <= 1011 && 1011 < hi && b.0 as usize == mpiover_common::histogram::bucket_index(1011)
+    );
+    assert!(h.buckets.iter().any(|b| (b.1, b.2) == (1, 1024)));
 }

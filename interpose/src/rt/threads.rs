@@ -37,8 +37,9 @@ pub struct ThreadState {
     /// Entry index of the latest event (`usize::MAX`: folded), for `post`.
     pub(crate) last_event: usize,
     /// Posting entries (index, site, function) of the requests the current
-    /// completion call completed; drained by its `event`. Bounded by the
-    /// largest request count of one call.
+    /// completion call completed, whose key does not already name its site;
+    /// drained by its `event`. Bounded by the largest request count of one
+    /// call.
     pub(crate) done: Vec<(usize, SiteRef, u16)>,
     pub(crate) statuses: Vec<MPI_Status>,
     /// Fortran statuses for calls whose caller passed `MPI_STATUSES_IGNORE`,

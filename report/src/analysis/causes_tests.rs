@@ -57,8 +57,6 @@ fn halo_records(region_s: [f64; 4]) -> Vec<Record> {
                 },
                 count: calls,
                 sum_s: region_s[r as usize],
-                min_s: region_s[r as usize] / calls as f64,
-                max_s: region_s[r as usize] / calls as f64,
                 hist: Default::default(),
             }];
             rec
