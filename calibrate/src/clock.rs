@@ -30,9 +30,14 @@
 //! measurement is within half its round trip of the truth (Cristian), so a
 //! prediction further off than that by more than
 //! [`max(MODEL_FLOOR_S, 5 x the fit's robust residual)`](MODEL_FLOOR_S) means
-//! the model no longer describes the clock: the drift changed since the
-//! slope was learned (a clock being slewed, a migrated virtual machine),
-//! and windows scheduled in between started the ranks that far apart. The
+//! (plus what the slope's standard error allows at that distance, once the
+//! fit spans [`MODEL_MIN_SPAN_S`]) means the model no longer describes the
+//! clock: the drift changed since the slope was learned (a clock being
+//! slewed, a migrated virtual machine), and windows scheduled in between
+//! started the ranks that far apart. So does a fit whose points no longer
+//! lie on a line: their robust residual beyond 5 times half their median
+//! round trip (offsets that wander inflate the residual, and with it the
+//! first bound, which then goes blind). The
 //! rank says so on stderr (once), counts it in the profile (`clock_sync.ranks[]
 //! .model_failures` and the worst error, `prediction_error_s`), and starts
 //! its model afresh from that point; without skew the check stays silent,
@@ -110,6 +115,8 @@ pub struct Clock {
     pub slope_se: f64,
     /// Robust scale of the fit's residuals (1.4826 MAD), seconds.
     scale: f64,
+    /// Median round trip of the points the line goes through, seconds.
+    rtt_median: f64,
     /// Fit points the model mispredicted (see the module docs), and the
     /// worst such error beyond the point's own uncertainty, seconds.
     pub failures: u32,
@@ -191,6 +198,7 @@ impl Clock {
             residual: 0.0,
             slope_se: 0.0,
             scale: 0.0,
+            rtt_median: 0.0,
             failures: 0,
             worst_error: 0.0,
             who: String::new(),
@@ -245,9 +253,25 @@ impl Clock {
         MODEL_FLOOR_S.max(5.0 * self.scale) + slope
     }
 
+    /// Whether the fit's points no longer lie on a line: their robust
+    /// residual exceeds what their round trips allow (5 times half the
+    /// median round trip, at least [`MODEL_FLOOR_S`]), over a span of
+    /// [`MODEL_MIN_SPAN_S`] and 6 points at least. (Offsets that wander
+    /// inflate the residual, and the residual the bound of
+    /// [`Clock::prediction_bound`], so that bound alone goes blind.)
+    fn off_the_line(&self) -> bool {
+        self.points.len() >= 6
+            && self.span() >= MODEL_MIN_SPAN_S
+            && self.scale > MODEL_FLOOR_S.max(2.5 * self.rtt_median)
+    }
+
     fn add_point(&mut self, p: FitPoint) {
-        let err = self.prediction_error(&p);
-        let bound = self.prediction_bound(p.x_local);
+        let mut err = self.prediction_error(&p);
+        let mut bound = self.prediction_bound(p.x_local);
+        if err <= bound && self.off_the_line() {
+            err = self.scale;
+            bound = MODEL_FLOOR_S.max(2.5 * self.rtt_median);
+        }
         if err > bound {
             if self.failures == 0 {
                 eprintln!(
@@ -297,16 +321,29 @@ impl Clock {
         if self.points.is_empty() {
             return;
         }
-        let rtt_cut = 4.0 * median(self.points.iter().map(|p| p.rtt).collect());
-        let mut pts: Vec<FitPoint> = self
+        let keep = |cut: f64| -> Vec<FitPoint> {
+            self.points
+                .iter()
+                .copied()
+                .filter(|p| p.rtt <= cut)
+                .collect()
+        };
+        let rtt_min = self
             .points
             .iter()
-            .copied()
-            .filter(|p| p.rtt <= rtt_cut)
-            .collect();
+            .map(|p| p.rtt)
+            .fold(f64::INFINITY, f64::min);
+        // The fastest exchanges first (within 3 times the fastest, or
+        // 10 us): when at least 6 of them span half the time, the line
+        // goes through them alone.
+        let mut pts = keep((3.0 * rtt_min).max(10e-6));
+        if pts.len() < 6 || span_of(&pts) < 0.5 * span_of(&self.points) {
+            pts = keep(4.0 * median(self.points.iter().map(|p| p.rtt).collect()));
+        }
         if pts.len() < 3 {
             pts = self.points.clone();
         }
+        self.rtt_median = median(pts.iter().map(|p| p.rtt).collect());
         let n = pts.len();
         // Theil-Sen: the median of the pairwise slopes, robust to the odd fit
         // point that a preempted rank spoiled (a loaded machine has them).
@@ -363,17 +400,7 @@ impl Clock {
 
     /// Local time the fit points span, seconds.
     fn span(&self) -> f64 {
-        let (lo, hi) = self
-            .points
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
-                (a.min(p.x_local), b.max(p.x_local))
-            });
-        if hi >= lo {
-            hi - lo
-        } else {
-            0.0
-        }
+        span_of(&self.points)
     }
 
     /// What the profile records about this rank's model.
@@ -407,6 +434,20 @@ impl Clock {
             model_failures: self.failures,
             prediction_error_s: self.worst_error,
         }
+    }
+}
+
+/// Local time `points` span, seconds.
+fn span_of(points: &[FitPoint]) -> f64 {
+    let (lo, hi) = points
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+            (a.min(p.x_local), b.max(p.x_local))
+        });
+    if hi >= lo {
+        hi - lo
+    } else {
+        0.0
     }
 }
 
