@@ -25,10 +25,35 @@
 //! (less than three standard errors from zero) is set to zero: extrapolating a
 //! noisy slope would add error, not remove it.
 //!
-//! A test-only setting, `MPIOVER_CALIBRATE_TEST_CLOCK_SKEW="rank:offset_s:drift"`,
-//! makes that rank's clock read `t + offset + drift * t` (t = the real
-//! monotonic time), so a test can check that the synchronization recovers the
-//! offset and the drift.
+//! **A model gone wrong.** Before a fit point joins the model, the offset it
+//! measured is compared with the model's prediction at its time. The
+//! measurement is within half its round trip of the truth (Cristian), so a
+//! prediction further off than that by more than
+//! [`max(MODEL_FLOOR_S, 5 x the fit's robust residual)`](MODEL_FLOOR_S) means
+//! (plus what the slope's standard error allows at that distance, once the
+//! fit spans [`MODEL_MIN_SPAN_S`]) means the model no longer describes the
+//! clock: the drift changed since the slope was learned (a clock being
+//! slewed, a migrated virtual machine), and windows scheduled in between
+//! started the ranks that far apart. So does a fit whose points no longer
+//! lie on a line: their robust residual beyond 5 times half their median
+//! round trip (offsets that wander inflate the residual, and with it the
+//! first bound, which then goes blind). The
+//! rank says so on stderr (once), counts it in the profile (`clock_sync.ranks[]
+//! .model_failures` and the worst error, `prediction_error_s`), and starts
+//! its model afresh from that point; without skew the check stays silent,
+//! the one clock of a host predicting itself to within microseconds.
+//!
+//! **Test only:** `MPIOVER_CALIBRATE_TEST_CLOCK_SKEW` skews the clock this
+//! module reads, for tests of the synchronization; it is not a setting for
+//! measurements. It is a comma-separated list of entries, `rank:offset_s:drift`
+//! for one world rank or `host=NAME:offset_s:drift` for every rank on host
+//! `NAME` (its processor name; a rank's own entry wins over its host's). A
+//! skewed clock reads `t + offset + drift * t` (t = the real monotonic time,
+//! so all ranks of a host read one clock); an entry with a fourth field,
+//! `...:drift:flip_s`, makes the drift change sign every `flip_s` seconds of
+//! t (the clock reads `t + offset + drift * w(t)`, `w` a triangle wave of
+//! slope +-1 between 0 and `flip_s`): a clock no linear model follows for
+//! long, to check that a model gone wrong is said.
 
 use std::ffi::OsStr;
 
@@ -83,11 +108,68 @@ pub struct FitPoint {
 
 #[derive(Debug)]
 pub struct Clock {
-    skew: Option<(f64, f64)>,
+    skew: Option<Skew>,
     pub model: Model,
     points: Vec<FitPoint>,
     pub residual: f64,
     pub slope_se: f64,
+    /// Robust scale of the fit's residuals (1.4826 MAD), seconds.
+    scale: f64,
+    /// Median round trip of the points the line goes through, seconds.
+    rtt_median: f64,
+    /// Fit points the model mispredicted (see the module docs), and the
+    /// worst such error beyond the point's own uncertainty, seconds.
+    pub failures: u32,
+    pub worst_error: f64,
+    /// This rank's world rank and host, for the warning.
+    who: String,
+}
+
+/// A model's prediction may be off by this much (seconds) beyond a fit
+/// point's own uncertainty (half its round trip) before it is said to have
+/// gone wrong, unless the fit's residuals are larger: a tenth of a
+/// millisecond, less than the windows of any collective on a loaded host
+/// absorb, and far above what the clock of one host mispredicts itself by.
+pub const MODEL_FLOOR_S: f64 = 100e-6;
+
+/// A model is judged only once its fit points span this much time
+/// (seconds): a slope learned over the initial synchronization's fraction
+/// of a second is too uncertain to call wrong.
+pub const MODEL_MIN_SPAN_S: f64 = 1.0;
+
+/// A test-only skew of one rank's clock (module docs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Skew {
+    pub offset: f64,
+    pub drift: f64,
+    /// The drift changes sign every this many seconds (0: never).
+    pub flip_s: f64,
+}
+
+impl Skew {
+    /// The skewed reading of real time `t`.
+    #[inline(always)]
+    fn read(&self, t: f64) -> f64 {
+        if self.flip_s > 0.0 {
+            let k = (t / self.flip_s).floor();
+            let r = t - k * self.flip_s;
+            let w = if (k as i64) % 2 == 0 {
+                r
+            } else {
+                self.flip_s - r
+            };
+            t + self.offset + self.drift * w
+        } else {
+            t + self.offset + self.drift * t
+        }
+    }
+}
+
+/// Whom an entry of the skew setting names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SkewTarget {
+    Rank(i32),
+    Host(String),
 }
 
 /// Keep this many fit points (the most recent; every job adds one): linear
@@ -95,28 +177,41 @@ pub struct Clock {
 const MAX_POINTS: usize = 96;
 
 impl Clock {
-    /// The clock of this rank, with the test-only skew if it names this rank.
-    pub fn new(world_rank: i32) -> Result<Clock, String> {
+    /// The clock of this rank (on `host`), with the test-only skew if it
+    /// names this rank or its host.
+    pub fn new(world_rank: i32, host: &str) -> Result<Clock, String> {
         let skew = match Var::CalibrateTestClockSkew.get_nonblank() {
-            Some(v) => parse_skew(&v)?.and_then(|(r, o, d)| (r == world_rank).then_some((o, d))),
+            Some(v) => skew_for(&parse_skew(&v)?, world_rank, host),
             None => None,
         };
-        Ok(Clock {
-            skew,
+        let mut c = Clock::unskewed();
+        c.skew = skew;
+        c.who = format!("rank {world_rank} ({host})");
+        Ok(c)
+    }
+
+    fn unskewed() -> Clock {
+        Clock {
+            skew: None,
             model: Model::default(),
             points: Vec::new(),
             residual: 0.0,
             slope_se: 0.0,
-        })
+            scale: 0.0,
+            rtt_median: 0.0,
+            failures: 0,
+            worst_error: 0.0,
+            who: String::new(),
+        }
     }
 
     /// Local time of this rank, seconds.
     #[inline(always)]
     pub fn now(&self) -> f64 {
         let t = raw_now();
-        match self.skew {
+        match &self.skew {
             None => t,
-            Some((o, d)) => t + o + d * t,
+            Some(s) => s.read(t),
         }
     }
 
@@ -132,7 +227,72 @@ impl Clock {
         self.to_global(self.now())
     }
 
+    /// How far the model's prediction at `p` is from what `p` measured,
+    /// beyond `p`'s own uncertainty (half its round trip), seconds; 0 when
+    /// within it or when there is no model yet.
+    pub fn prediction_error(&self, p: &FitPoint) -> f64 {
+        if self.points.len() < 3 || self.span() < MODEL_MIN_SPAN_S {
+            return 0.0;
+        }
+        let predicted = self.model.slope * p.x_local + self.model.intercept;
+        ((p.diff - predicted).abs() - 0.5 * p.rtt).max(0.0)
+    }
+
+    /// The error [`Clock::prediction_error`] may reach at local time `x`
+    /// before the model is said to have gone wrong: the floor or 5 times the
+    /// fit's robust residual, plus what the slope's own uncertainty (3
+    /// standard errors) allows at that distance from the fit points.
+    pub fn prediction_bound(&self, x: f64) -> f64 {
+        let n = self.points.len().max(1) as f64;
+        let center = self.points.iter().map(|p| p.x_local).sum::<f64>() / n;
+        let slope = if self.slope_se.is_finite() {
+            3.0 * self.slope_se * (x - center).abs()
+        } else {
+            0.0
+        };
+        MODEL_FLOOR_S.max(5.0 * self.scale) + slope
+    }
+
+    /// Whether the fit's points no longer lie on a line: their robust
+    /// residual exceeds what their round trips allow (5 times half the
+    /// median round trip, at least [`MODEL_FLOOR_S`]), over a span of
+    /// [`MODEL_MIN_SPAN_S`] and 6 points at least. (Offsets that wander
+    /// inflate the residual, and the residual the bound of
+    /// [`Clock::prediction_bound`], so that bound alone goes blind.)
+    fn off_the_line(&self) -> bool {
+        self.points.len() >= 6
+            && self.span() >= MODEL_MIN_SPAN_S
+            && self.scale > MODEL_FLOOR_S.max(2.5 * self.rtt_median)
+    }
+
     fn add_point(&mut self, p: FitPoint) {
+        let mut err = self.prediction_error(&p);
+        let mut bound = self.prediction_bound(p.x_local);
+        if err <= bound && self.off_the_line() {
+            err = self.scale;
+            bound = MODEL_FLOOR_S.max(2.5 * self.rtt_median);
+        }
+        if err > bound {
+            if self.failures == 0 {
+                eprintln!(
+                    "mpiover-calibrate: warning: {}: the clock model went wrong: a fit point's \
+                     offset was {:.1} us from the model's prediction beyond its own uncertainty \
+                     (bound {:.1} us; drift {:.3e} learned over {:.1} s): the clock's drift \
+                     changed since it was learned (or the slope was learned from spoiled fit \
+                     points), and windows scheduled since the last fit point may have started the \
+                     ranks that far apart; the model starts afresh from \
+                     this point (counted in the profile's clock_sync.ranks[].model_failures)",
+                    self.who,
+                    err * 1e6,
+                    bound * 1e6,
+                    self.model.slope / (1.0 - self.model.slope),
+                    self.span(),
+                );
+            }
+            self.failures += 1;
+            self.worst_error = self.worst_error.max(err);
+            self.points.clear();
+        }
         self.points.push(p);
         if self.points.len() > MAX_POINTS {
             self.points.remove(0);
@@ -143,10 +303,6 @@ impl Clock {
     /// Robust line through the fit points; the slope is kept only when
     /// significant, else the model is the mean offset.
     fn refit(&mut self) {
-        let n = self.points.len();
-        if n == 0 {
-            return;
-        }
         fn median(mut v: Vec<f64>) -> f64 {
             v.sort_by(|a, b| a.total_cmp(b));
             let m = v.len() / 2;
@@ -156,6 +312,39 @@ impl Clock {
                 0.5 * (v[m - 1] + v[m])
             }
         }
+        // A fit point's offset is within half its round trip of the truth:
+        // points whose exchange was slowed (a rank preempted in it, on a
+        // loaded host) say little, and a few of them at one end of the span
+        // tilt the slope. The line goes through those with a round trip
+        // within 4 times the median (all of them when that leaves fewer
+        // than 3).
+        if self.points.is_empty() {
+            return;
+        }
+        let keep = |cut: f64| -> Vec<FitPoint> {
+            self.points
+                .iter()
+                .copied()
+                .filter(|p| p.rtt <= cut)
+                .collect()
+        };
+        let rtt_min = self
+            .points
+            .iter()
+            .map(|p| p.rtt)
+            .fold(f64::INFINITY, f64::min);
+        // The fastest exchanges first (within 3 times the fastest, or
+        // 10 us): when at least 6 of them span half the time, the line
+        // goes through them alone.
+        let mut pts = keep((3.0 * rtt_min).max(10e-6));
+        if pts.len() < 6 || span_of(&pts) < 0.5 * span_of(&self.points) {
+            pts = keep(4.0 * median(self.points.iter().map(|p| p.rtt).collect()));
+        }
+        if pts.len() < 3 {
+            pts = self.points.clone();
+        }
+        self.rtt_median = median(pts.iter().map(|p| p.rtt).collect());
+        let n = pts.len();
         // Theil-Sen: the median of the pairwise slopes, robust to the odd fit
         // point that a preempted rank spoiled (a loaded machine has them).
         let mut slope = 0.0;
@@ -164,7 +353,7 @@ impl Clock {
             let mut slopes = Vec::with_capacity(n * (n - 1) / 2);
             for i in 0..n {
                 for j in i + 1..n {
-                    let (a, b) = (self.points[i], self.points[j]);
+                    let (a, b) = (pts[i], pts[j]);
                     let dx = b.x_local - a.x_local;
                     if dx.abs() > 1e-6 {
                         slopes.push((b.diff - a.diff) / dx);
@@ -173,17 +362,16 @@ impl Clock {
             }
             if !slopes.is_empty() {
                 let b = median(slopes);
-                let c = median(self.points.iter().map(|p| p.diff - b * p.x_local).collect());
+                let c = median(pts.iter().map(|p| p.diff - b * p.x_local).collect());
                 // Standard error of the slope from a robust residual scale
                 // (1.4826 MAD), as for least squares.
                 let mad = median(
-                    self.points
-                        .iter()
+                    pts.iter()
                         .map(|p| (p.diff - b * p.x_local - c).abs())
                         .collect(),
                 );
-                let mx = self.points.iter().map(|p| p.x_local).sum::<f64>() / n as f64;
-                let sxx: f64 = self.points.iter().map(|p| (p.x_local - mx).powi(2)).sum();
+                let mx = pts.iter().map(|p| p.x_local).sum::<f64>() / n as f64;
+                let sxx: f64 = pts.iter().map(|p| (p.x_local - mx).powi(2)).sum();
                 if sxx > 0.0 {
                     se = 1.4826 * mad / sxx.sqrt();
                     if b.abs() > 3.0 * se {
@@ -192,14 +380,15 @@ impl Clock {
                 }
             }
         }
-        let intercept = median(
-            self.points
-                .iter()
-                .map(|p| p.diff - slope * p.x_local)
-                .collect(),
-        );
+        let intercept = median(pts.iter().map(|p| p.diff - slope * p.x_local).collect());
         self.model = Model { slope, intercept };
         self.slope_se = se;
+        self.scale = 1.4826
+            * median(
+                pts.iter()
+                    .map(|p| (p.diff - slope * p.x_local - intercept).abs())
+                    .collect(),
+            );
         self.residual = (self
             .points
             .iter()
@@ -207,6 +396,11 @@ impl Clock {
             .sum::<f64>()
             / n as f64)
             .sqrt();
+    }
+
+    /// Local time the fit points span, seconds.
+    fn span(&self) -> f64 {
+        span_of(&self.points)
     }
 
     /// What the profile records about this rank's model.
@@ -237,29 +431,75 @@ impl Clock {
                 0.0
             },
             residual_s: self.residual,
+            model_failures: self.failures,
+            prediction_error_s: self.worst_error,
         }
     }
 }
 
-/// Parse `rank:offset_s:drift`.
-pub fn parse_skew(v: &str) -> Result<Option<(i32, f64, f64)>, String> {
-    let parts: Vec<&str> = v.split(':').map(str::trim).collect();
-    let err = || {
+/// Local time `points` span, seconds.
+fn span_of(points: &[FitPoint]) -> f64 {
+    let (lo, hi) = points
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+            (a.min(p.x_local), b.max(p.x_local))
+        });
+    if hi >= lo {
+        hi - lo
+    } else {
+        0.0
+    }
+}
+
+/// The skew of world rank `rank` on `host`: its own entry, else its host's.
+pub fn skew_for(entries: &[(SkewTarget, Skew)], rank: i32, host: &str) -> Option<Skew> {
+    let of =
+        |want: &dyn Fn(&SkewTarget) -> bool| entries.iter().find(|(t, _)| want(t)).map(|(_, s)| *s);
+    of(&|t| *t == SkewTarget::Rank(rank))
+        .or_else(|| of(&|t| matches!(t, SkewTarget::Host(h) if h == host)))
+}
+
+/// Parse the skew setting: comma-separated `rank:offset_s:drift` and
+/// `host=NAME:offset_s:drift` entries, each with an optional `:flip_s`.
+pub fn parse_skew(v: &str) -> Result<Vec<(SkewTarget, Skew)>, String> {
+    let err = |e: &str| {
         format!(
-            "{}=\"{v}\": expected rank:offset_s:drift, e.g. 1:0.25:1e-4",
+            "{}=\"{v}\": \"{e}\" is not rank:offset_s:drift[:flip_s] or \
+             host=NAME:offset_s:drift[:flip_s] (e.g. 1:0.25:1e-4,host=node2:0.005:3e-5)",
             Var::CalibrateTestClockSkew.name()
         )
     };
-    if parts.len() != 3 {
-        return Err(err());
+    let mut out = Vec::new();
+    for e in v.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let parts: Vec<&str> = e.split(':').map(str::trim).collect();
+        if !(3..=4).contains(&parts.len()) {
+            return Err(err(e));
+        }
+        let target = match parts[0].strip_prefix("host=") {
+            Some(h) if !h.is_empty() => SkewTarget::Host(h.to_string()),
+            Some(_) => return Err(err(e)),
+            None => SkewTarget::Rank(parts[0].parse::<i32>().map_err(|_| err(e))?),
+        };
+        let num = |s: &str| s.parse::<f64>().ok().filter(|x| x.is_finite());
+        let offset = num(parts[1]).ok_or_else(|| err(e))?;
+        let drift = num(parts[2]).filter(|d| *d > -0.5).ok_or_else(|| err(e))?;
+        let flip_s = match parts.get(3) {
+            Some(f) => num(f).filter(|f| *f > 0.0).ok_or_else(|| err(e))?,
+            None => 0.0,
+        };
+        out.push((
+            target,
+            Skew {
+                offset,
+                drift,
+                flip_s,
+            },
+        ));
     }
-    let r = parts[0].parse::<i32>().map_err(|_| err())?;
-    let o = parts[1].parse::<f64>().map_err(|_| err())?;
-    let d = parts[2].parse::<f64>().map_err(|_| err())?;
-    if !o.is_finite() || !d.is_finite() || d <= -0.5 {
-        return Err(err());
+    if out.is_empty() {
+        return Err(err(v));
     }
-    Ok(Some((r, o, d)))
+    Ok(out)
 }
 
 const TAG_GO: i32 = 9001;
@@ -328,20 +568,77 @@ mod tests {
 
     #[test]
     fn skew_parsing() {
-        assert_eq!(parse_skew("1:0.25:1e-4").unwrap(), Some((1, 0.25, 1e-4)));
+        let one = |o, d| Skew {
+            offset: o,
+            drift: d,
+            flip_s: 0.0,
+        };
+        assert_eq!(
+            parse_skew("1:0.25:1e-4").unwrap(),
+            [(SkewTarget::Rank(1), one(0.25, 1e-4))]
+        );
+        let v = parse_skew("host=node2:0.005:3e-5, 3:0:1e-3:2").unwrap();
+        assert_eq!(v[0], (SkewTarget::Host("node2".into()), one(0.005, 3e-5)));
+        assert_eq!(v[1].1.flip_s, 2.0);
         assert!(parse_skew("1:0.25").is_err());
         assert!(parse_skew("x:0:0").is_err());
+        assert!(parse_skew("host=:0:0").is_err());
+        assert!(parse_skew("1:0:0:0").is_err());
+        assert!(parse_skew("1:0:1e-4,oops").is_err());
+        // A rank's own entry wins over its host's; other hosts: none.
+        assert_eq!(skew_for(&v, 2, "node2"), Some(one(0.005, 3e-5)));
+        assert_eq!(skew_for(&v, 3, "node2").map(|s| s.drift), Some(1e-3));
+        assert_eq!(skew_for(&v, 0, "node1"), None);
+    }
+
+    #[test]
+    fn flipping_drift_is_a_triangle_wave() {
+        let s = Skew {
+            offset: 1.0,
+            drift: 1e-3,
+            flip_s: 2.0,
+        };
+        assert!((s.read(101.0) - (101.0 + 1.0 + 1e-3)).abs() < 1e-12);
+        // 101 = 50 * 2 + 1: an even period, rising; 103 = 51 * 2 + 1: falling.
+        assert!((s.read(103.5) - (103.5 + 1.0 + 1e-3 * 0.5)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_changed_drift_is_detected_and_the_model_starts_afresh() {
+        let mut c = Clock::unskewed();
+        let add = |c: &mut Clock, x: f64, diff: f64| {
+            c.add_point(FitPoint {
+                x_local: x,
+                diff,
+                rtt: 20e-6,
+            })
+        };
+        // 2 s at drift 1e-4, points every 50 ms with 2 us of noise: learned.
+        for i in 0..40 {
+            let x = 100.0 + i as f64 * 0.05;
+            let noise = if i % 2 == 0 { 2e-6 } else { -2e-6 };
+            add(&mut c, x, 1e-4 * x + noise);
+        }
+        assert_eq!(c.failures, 0);
+        assert!((c.model.slope - 1e-4).abs() < 1e-6, "{:?}", c.model);
+        // The drift turns to -1e-4 at x = 102: 0.5 s later the offset is
+        // 100 us below the line.
+        let x = 102.5;
+        add(&mut c, x, 1e-4 * 102.0 - 1e-4 * 0.5);
+        assert_eq!(
+            c.failures, 0,
+            "90 us beyond a 20 us round trip: within the bound"
+        );
+        let x = 103.0;
+        add(&mut c, x, 1e-4 * 102.0 - 1e-4 * 1.0);
+        assert_eq!(c.failures, 1);
+        assert!(c.worst_error > 150e-6, "{}", c.worst_error);
+        assert_eq!(c.points.len(), 1);
     }
 
     #[test]
     fn model_recovers_line_and_drops_noise_slope() {
-        let mut c = Clock {
-            skew: None,
-            model: Model::default(),
-            points: vec![],
-            residual: 0.0,
-            slope_se: 0.0,
-        };
+        let mut c = Clock::unskewed();
         for i in 0..20 {
             let x = 100.0 + i as f64 * 0.01;
             c.add_point(FitPoint {
@@ -354,13 +651,7 @@ mod tests {
         let g = c.to_global(100.05);
         assert!((c.to_local(g) - 100.05).abs() < 1e-9);
         // Pure noise around a constant offset: no slope.
-        let mut c2 = Clock {
-            skew: None,
-            model: Model::default(),
-            points: vec![],
-            residual: 0.0,
-            slope_se: 0.0,
-        };
+        let mut c2 = Clock::unskewed();
         for i in 0..20 {
             let x = 100.0 + i as f64 * 0.01;
             let noise = if i % 2 == 0 { 1e-6 } else { -1e-6 };

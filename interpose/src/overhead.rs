@@ -24,7 +24,8 @@
 //!
 //! A profile that cannot be read gives one warning (rank 0) and no overhead;
 //! one measured elsewhere (another MPI library, CPU, host, more ranks per
-//! host, another binding) gives one warning and overhead that is computed
+//! host, another binding, one host against the job's several or the
+//! reverse) gives one warning and overhead that is computed
 //! but flagged (`profile.matched = false`). Nothing here runs on the hot
 //! path except [`tmax`], once per new key: no I/O, no MPI, never a panic.
 
@@ -116,15 +117,59 @@ fn ranks_on_host() -> u32 {
     n.max(0) as u32
 }
 
-/// This run's environment, as far as a profile is compared with it.
-fn environment(mpi_library: &str, ranks: u32) -> Environment {
-    let host = processor_name();
-    Environment {
-        hosts: if host.is_empty() {
+/// The hosts of the job (every rank's processor name, sorted, once each),
+/// or none when a rank does not know its own. Collective over the world,
+/// called by every rank at init: a profile measured on one host is told
+/// from a run on several (and the reverse) by the job's hosts, not by this
+/// rank's.
+fn job_hosts(ranks: u32) -> Vec<String> {
+    const N: usize = 256;
+    let mut mine = [0u8; N];
+    let name = processor_name();
+    let b = name.as_bytes();
+    let len = b.len().min(N - 1);
+    mine[..len].copy_from_slice(&b[..len]);
+    let mut all = vec![0u8; N * ranks.max(1) as usize];
+    // SAFETY: every rank sends N bytes and receives N from each of the
+    // world's `ranks` ranks into `all`, which holds N * ranks bytes; every
+    // rank of the world calls this (collective).
+    let r = unsafe {
+        PMPI_Allgather(
+            mine.as_ptr() as *const libc::c_void,
+            N as c_int,
+            consts::byte(),
+            all.as_mut_ptr() as *mut libc::c_void,
+            N as c_int,
+            consts::byte(),
+            consts::comm_world(),
+        )
+    };
+    if r != 0 {
+        return if name.is_empty() {
             Vec::new()
         } else {
-            vec![host]
-        },
+            vec![name]
+        };
+    }
+    let mut hosts: Vec<String> = all
+        .chunks(N)
+        .map(|c| {
+            let end = c.iter().position(|&x| x == 0).unwrap_or(c.len());
+            String::from_utf8_lossy(&c[..end]).trim().to_string()
+        })
+        .collect();
+    if hosts.iter().any(String::is_empty) {
+        return Vec::new();
+    }
+    hosts.sort();
+    hosts.dedup();
+    hosts
+}
+
+/// This run's environment, as far as a profile is compared with it.
+fn environment(mpi_library: &str, ranks: u32) -> Environment {
+    Environment {
+        hosts: job_hosts(ranks),
         ranks,
         ranks_per_host: vec![ranks_on_host()],
         mpi_library: mpi_library.to_string(),
@@ -141,7 +186,7 @@ fn environment(mpi_library: &str, ranks: u32) -> Environment {
 }
 
 /// Called by every rank at `MPI_Init` (collective over the world: it takes
-/// part in two small PMPI collectives when `MPIOVER_PROFILE` is set, and in
+/// part in three small PMPI collectives when `MPIOVER_PROFILE` is set, and in
 /// none when it is not, on every rank alike).
 pub fn load(rank: u32, ranks: u32, mpi_library: &str, warnings: &mut Vec<String>) {
     let Some(path) = crate::opt::get().profile.clone() else {

@@ -62,6 +62,51 @@ pub fn eager_cvars(version: &str) -> Vec<&'static str> {
 /// ob1 transport reads in every blocking `MPI_Send` / `MPI_Recv` to decide
 /// whether threads may be calling at once.
 pub fn eager_limit() -> Option<(&'static str, u64)> {
+    first_positive_cvar(&eager_cvars(&library_version()))
+}
+
+/// Control variables that hold a library's eager limit between two hosts, in
+/// the order asked, as [`OPEN_MPI_EAGER_CVARS`] for one host.
+///
+/// - Open MPI: its TCP transport (`btl_tcp_eager_limit`, which counts the
+///   headers sent with the first fragment: the largest eager payload is a
+///   few dozen bytes less). Where the job runs over a network transport of
+///   its own (UCX, InfiniBand), this variable governs nothing and the
+///   measured limit is the one to trust.
+/// - MPICH ch4: none (UCX's threshold is a UCX setting, not a control
+///   variable).
+/// - MPICH ch3: the generic eager limit.
+pub const OPEN_MPI_CROSS_HOST_EAGER_CVARS: &[&str] = &["btl_tcp_eager_limit"];
+pub const MPICH_CH3_CROSS_HOST_EAGER_CVARS: &[&str] = &["MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE"];
+
+/// The control variables to ask for the limit between hosts, given the
+/// library's version string; none when it says neither library nor device.
+pub fn cross_host_eager_cvars(version: &str) -> Vec<&'static str> {
+    if version.contains("Open MPI") {
+        return OPEN_MPI_CROSS_HOST_EAGER_CVARS.to_vec();
+    }
+    let device = version
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("MPICH Device:"))
+        .map(str::trim);
+    match device {
+        Some(d) if d.starts_with("ch3") => MPICH_CH3_CROSS_HOST_EAGER_CVARS.to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+/// The eager limit between hosts the library states, as [`eager_limit`]
+/// for one host (same calling rules).
+pub fn cross_host_eager_limit() -> Option<(&'static str, u64)> {
+    first_positive_cvar(&cross_host_eager_cvars(&library_version()))
+}
+
+/// The first of `names` the library defines with a positive value, read in
+/// an `MPI_T` session of its own (see [`eager_limit`] on the thread level).
+fn first_positive_cvar(names: &[&'static str]) -> Option<(&'static str, u64)> {
+    if names.is_empty() {
+        return None;
+    }
     let (mut granted, mut provided): (c_int, c_int) = (0, 0);
     // SAFETY: MPI_Query_thread only writes the valid out-pointer it is given.
     if unsafe { PMPI_Query_thread(&mut granted) } != 0 {
@@ -73,7 +118,7 @@ pub fn eager_limit() -> Option<(&'static str, u64)> {
         return None;
     }
     let mut found = None;
-    for name in eager_cvars(&library_version()) {
+    for &name in names {
         // SAFETY: MPI_T was initialized just above and is finalized only
         // after the loop.
         if let Some(v) = unsafe { read_int_cvar(name) }.filter(|&v| v > 0) {
@@ -192,5 +237,14 @@ mod tests {
         let ch3 = "MPICH Version:\t3.4.1\nMPICH Device:\tch3:nemesis\n";
         assert_eq!(eager_cvars(ch3), MPICH_CH3_EAGER_CVARS);
         assert_eq!(eager_cvars("Some MPI 1.0").len(), 4);
+        assert_eq!(
+            cross_host_eager_cvars("Open MPI v4.1.4, package: Debian OpenMPI"),
+            ["btl_tcp_eager_limit"]
+        );
+        assert!(cross_host_eager_cvars(ch4).is_empty());
+        assert_eq!(
+            cross_host_eager_cvars(ch3),
+            ["MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE"]
+        );
     }
 }

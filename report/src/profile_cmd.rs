@@ -280,6 +280,27 @@ fn show_method(prof: &Profile, lines: &mut Vec<String>) {
             cs.resync_interval_s,
             fmt_s(worst)
         ));
+        let wrong: Vec<String> = cs
+            .ranks
+            .iter()
+            .filter(|r| r.model_failures > 0)
+            .map(|r| {
+                format!(
+                    "rank {} {} time(s), worst {}",
+                    r.rank,
+                    r.model_failures,
+                    fmt_s(r.prediction_error_s)
+                )
+            })
+            .collect();
+        if !wrong.is_empty() {
+            lines.push(format!(
+                "  CLOCK MODEL WENT WRONG: a fit point's offset was off the model's prediction \
+                 beyond its bound ({}): the drift changed between fit points, windows may have \
+                 started the ranks apart",
+                wrong.join("; ")
+            ));
+        }
     }
 }
 
@@ -296,10 +317,18 @@ fn show_protocol(prof: &Profile, lines: &mut Vec<String>) {
                 "  eager:    same host {}; across hosts {}{}",
                 lim(p.eager_limit_same_host),
                 lim(p.eager_limit_cross_host),
-                p.mpi_t
-                    .as_ref()
-                    .map(|t| format!("; the library states {} = {} B", t.cvar, t.bytes))
-                    .unwrap_or_default()
+                {
+                    let stated: Vec<String> = [&p.mpi_t, &p.mpi_t_cross_host]
+                        .into_iter()
+                        .flatten()
+                        .map(|t| format!("{} = {} B", t.cvar, t.bytes))
+                        .collect();
+                    if stated.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; the library states {}", stated.join(", "))
+                    }
+                }
             ));
         }
         None => lines.push("  eager:    not measured (a profile without MPI_Send)".into()),

@@ -8,7 +8,7 @@ use crate::clock;
 use crate::mpi;
 
 /// Fields of one rank's clock model in the gather.
-const CLOCK_FIELDS: usize = 7;
+const CLOCK_FIELDS: usize = 9;
 
 impl Driver<'_> {
     pub(super) fn finish(mut self) -> Result<(), Fail> {
@@ -107,6 +107,8 @@ impl Driver<'_> {
             cs.span_s,
             cs.rtt_min_s,
             cs.residual_s,
+            cs.model_failures as f64,
+            cs.prediction_error_s,
         ];
         let n = if self.me == 0 {
             CLOCK_FIELDS * self.world_size as usize
@@ -129,6 +131,8 @@ impl Driver<'_> {
                 span_s: v[4],
                 rtt_min_s: v[5],
                 residual_s: v[6],
+                model_failures: v[7] as u32,
+                prediction_error_s: v[8],
             })
             .collect()
     }

@@ -60,10 +60,14 @@ impl Driver<'_> {
                 }
             }
         }
-        p.mpi_t = mpiover_mpisys::mpit::eager_limit().map(|(cvar, bytes)| MpiTValue {
+        let value = |(cvar, bytes): (&str, u64)| MpiTValue {
             cvar: cvar.to_string(),
             bytes,
-        });
+        };
+        p.mpi_t = mpiover_mpisys::mpit::eager_limit().map(value);
+        if p.eager_limit_cross_host.is_some() {
+            p.mpi_t_cross_host = mpiover_mpisys::mpit::cross_host_eager_limit().map(value);
+        }
         self.protocol = Some(p);
     }
 

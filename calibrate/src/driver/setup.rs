@@ -21,7 +21,7 @@ impl<'a> Driver<'a> {
         let world_size = mpi::size(world) as u32;
         let plan = make_plan(a, world_size).map_err(Fail)?;
         clock::init_duration_timer().map_err(Fail)?;
-        let mut clock = Clock::new(me).map_err(Fail)?;
+        let mut clock = Clock::new(me, &mpi::processor_name()).map_err(Fail)?;
         let delay = match Var::CalibrateTestDelay.get_nonblank() {
             Some(v) => Some(measure::parse_delay(&v).map_err(Fail)?),
             None => None,

@@ -12,9 +12,50 @@ impl Profile {
     ///
     /// A mismatch is: another MPI library (version string), another CPU model,
     /// none of the run's hosts among the profile's hosts, more ranks on a host
-    /// than were calibrated on any host, another binding policy. Each reason
-    /// names both values.
+    /// than were calibrated on any host, another binding policy, one host
+    /// against several ([`Profile::hosts_differ`]). Each reason names both
+    /// values.
     pub fn matches(&self, run: &Environment) -> Result<(), Mismatch> {
+        self.compare(run, true)
+    }
+
+    /// [`Profile::matches`] without the host-count check: profiles measured
+    /// on one host and on several may be merged (the merged profile has both
+    /// kinds of point-to-point entry).
+    pub(crate) fn matches_for_merge(&self, run: &Environment) -> Result<(), Mismatch> {
+        self.compare(run, false)
+    }
+
+    /// Whether a profile measured on one host is used for a run on several,
+    /// or one measured across hosts for a run on one, and what that means;
+    /// `None` when either list is empty (not known). Several hosts against
+    /// several more is not a difference: a profile of 2 hosts has the
+    /// cross-host entries a run on 8 looks up.
+    pub fn hosts_differ(&self, run_hosts: &[String]) -> Option<String> {
+        let me = &self.environment.hosts;
+        if me.is_empty() || run_hosts.is_empty() || (me.len() > 1) == (run_hosts.len() > 1) {
+            return None;
+        }
+        Some(if me.len() == 1 {
+            format!(
+                "hosts differ: profile measured on 1 host ({}), this run is on {} hosts ({}): it has \
+                 no cross-host entries, calls between hosts get same-host tmax",
+                me.join(","),
+                run_hosts.len(),
+                run_hosts.join(",")
+            )
+        } else {
+            format!(
+                "hosts differ: profile measured on {} hosts ({}), this run is on 1 host ({}): its \
+                 collectives and the tmax of point-to-point calls were measured across hosts",
+                me.len(),
+                me.join(","),
+                run_hosts.join(",")
+            )
+        })
+    }
+
+    fn compare(&self, run: &Environment, host_count: bool) -> Result<(), Mismatch> {
         let me = &self.environment;
         let mut reasons = Vec::new();
         if !me.mpi_library.is_empty()
@@ -52,6 +93,9 @@ impl Profile {
             reasons.push(format!(
                 "{max_run} ranks on a host, the profile was measured with at most {max_me} per host"
             ));
+        }
+        if host_count {
+            reasons.extend(self.hosts_differ(&run.hosts));
         }
         if let (Some(a), Some(b)) = (&me.binding.policy, &run.binding.policy) {
             if a != b {

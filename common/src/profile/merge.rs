@@ -104,7 +104,7 @@ impl Profile {
     /// environments (unless `force`), different q_max, or sharing a run.
     pub fn merge(a: &Profile, b: &Profile, force: bool) -> Result<Profile, ProfileError> {
         if !force {
-            if let Err(m) = a.matches(&b.environment) {
+            if let Err(m) = a.matches_for_merge(&b.environment) {
                 return Err(ProfileError::Merge(format!(
                     "the environments differ: {m} (use --force to merge anyway)"
                 )));
@@ -206,6 +206,10 @@ pub(crate) fn merge_protocol(a: Option<&Protocol>, b: Option<&Protocol>) -> Opti
             searched_up_to: a.searched_up_to.min(b.searched_up_to),
             method: a.method.clone(),
             mpi_t: a.mpi_t.clone().or_else(|| b.mpi_t.clone()),
+            mpi_t_cross_host: a
+                .mpi_t_cross_host
+                .clone()
+                .or_else(|| b.mpi_t_cross_host.clone()),
         }),
         (a, b) => a.or(b).cloned(),
     }

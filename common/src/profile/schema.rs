@@ -50,6 +50,11 @@ pub struct Protocol {
     /// What the library's `MPI_T` control variables say, when it has one:
     /// `{cvar, bytes}`.
     pub mpi_t: Option<MpiTValue>,
+    /// The same for the limit between hosts (`btl_tcp_eager_limit` under
+    /// Open MPI), when the run had several hosts and the library states one;
+    /// absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mpi_t_cross_host: Option<MpiTValue>,
 }
 
 /// A control variable's value.
@@ -313,6 +318,18 @@ pub struct RankClock {
     pub rtt_min_s: f64,
     /// Root mean square residual of the fit, seconds.
     pub residual_s: f64,
+    /// Fit points whose offset the model mispredicted by more than its
+    /// bound (the model had gone wrong: the drift changed; the model was
+    /// started afresh from each), and the worst such error beyond the
+    /// point's own uncertainty, seconds. Absent when none.
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub model_failures: u32,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub prediction_error_s: f64,
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 /// The window rule of window-based synchronization.

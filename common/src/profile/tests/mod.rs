@@ -291,6 +291,43 @@ fn environment_match() {
 }
 
 #[test]
+fn one_host_against_several_is_a_mismatch_both_ways_but_not_for_merge() {
+    let one = grid();
+    let mut two_hosts = env();
+    two_hosts.hosts = vec!["node1".into(), "node2".into()];
+    two_hosts.ranks_per_host = vec![2, 2];
+    let m = one.matches(&two_hosts).unwrap_err();
+    assert_eq!(m.reasons.len(), 1, "{m}");
+    assert!(
+        m.reasons[0].starts_with("hosts differ: profile measured on 1 host (node1), this run is on 2 hosts (node1,node2)"),
+        "{m}"
+    );
+    // The reverse: measured across two hosts, used on one.
+    let mut across = grid();
+    across.environment = two_hosts.clone();
+    let m = across.matches(&env()).unwrap_err();
+    assert!(
+        m.reasons.iter().any(|r| {
+            r.starts_with(
+            "hosts differ: profile measured on 2 hosts (node1,node2), this run is on 1 host (node1)"
+        )
+        }),
+        "{m}"
+    );
+    // Several hosts against more: no difference (2 hosts have cross-host entries).
+    let mut four = two_hosts.clone();
+    four.hosts = (1..=4).map(|i| format!("node{i}")).collect();
+    four.ranks_per_host = vec![1; 4];
+    assert!(across.matches(&four).is_ok());
+    // Not known: not compared.
+    assert!(one.hosts_differ(&[]).is_none());
+    // Merging a one-host profile with a two-host one is allowed.
+    let mut b = across.clone();
+    b.runs[0].id = "run-b".into();
+    assert!(Profile::merge(&one, &b, false).is_ok());
+}
+
+#[test]
 fn merge_keeps_both_runs() {
     let a = grid();
     let mut b = grid();
