@@ -18,9 +18,12 @@
 //!   measured exchange of k neighbours, or a composed value with its rule
 //!   in the record's `tmax_composed`);
 //! - rooted collectives: role `root` / `nonroot`;
-//! - point-to-point: whether the peer shares the host is not known here, so
-//!   the profile's cross-host entries are used when it has both kinds (the
-//!   larger tmax: network latency is never reported as overhead).
+//! - point-to-point: whether the peer shares the host is not looked up per
+//!   call, so the profile's cross-host entries are used when it has both
+//!   kinds (the larger tmax: network latency is never reported as
+//!   overhead). The ranks' hosts are exchanged at `MPI_Init` ([`load`]) for
+//!   the record: each point-to-point entry says whether its peer was on
+//!   another host (the report's eager limit between hosts).
 //!
 //! A profile that cannot be read gives one warning (rank 0) and no overhead;
 //! one measured elsewhere (another MPI library, CPU, host, more ranks per
@@ -50,9 +53,53 @@ pub fn usage() -> Option<ProfileUse> {
 }
 
 /// Whether overhead is being computed.
-/// The eager limit the loaded profile measured, if any.
-pub fn rendezvous_bytes() -> Option<u64> {
-    PROFILE.get()?.protocol.as_ref()?.rendezvous_bytes()
+/// The rendezvous thresholds the loaded profile measured (same host,
+/// across hosts), if any.
+pub fn rendezvous_bytes() -> Option<(u64, Option<u64>)> {
+    PROFILE.get()?.protocol.as_ref()?.rendezvous_bytes_by_host()
+}
+
+/// An id of each rank's host (`MPI_Get_processor_name`), by rank of
+/// `MPI_COMM_WORLD`: exchanged at `MPI_Init` when a profile is named, so
+/// that the record can say which peers were on another host.
+/// Holds this rank too.
+static HOSTS: OnceLock<(u32, Vec<u64>)> = OnceLock::new();
+
+/// Whether world rank `peer` ran on another host than this rank; `None`
+/// when the hosts were not exchanged.
+pub fn crosses_host(peer: i32) -> Option<bool> {
+    let (rank, hosts) = HOSTS.get()?;
+    let me = hosts.get(*rank as usize)?;
+    Some(hosts.get(usize::try_from(peer).ok()?)? != me)
+}
+
+/// A host name's id: FNV-1a, the same on every rank.
+fn host_id(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// Every rank's host id, by world rank (collective over the world).
+fn exchange_hosts(rank: u32, ranks: u32, host: &str) {
+    let mine = host_id(host);
+    let mut all = vec![0u64; ranks as usize];
+    // SAFETY: one u64 in, `ranks` out, on the world; every rank calls this
+    // (see `load`).
+    let rc = unsafe {
+        PMPI_Allgather(
+            &mine as *const u64 as *const libc::c_void,
+            1,
+            consts::unsigned_long_long(),
+            all.as_mut_ptr() as *mut libc::c_void,
+            1,
+            consts::unsigned_long_long(),
+            consts::comm_world(),
+        )
+    };
+    if rc == 0 {
+        let _ = HOSTS.set((rank, all));
+    }
 }
 
 pub fn active() -> bool {
@@ -141,8 +188,8 @@ fn environment(mpi_library: &str, ranks: u32) -> Environment {
 }
 
 /// Called by every rank at `MPI_Init` (collective over the world: it takes
-/// part in two small PMPI collectives when `MPIOVER_PROFILE` is set, and in
-/// none when it is not, on every rank alike).
+/// part in three small PMPI collectives when `MPIOVER_PROFILE` is set, and
+/// in none when it is not, on every rank alike).
 pub fn load(rank: u32, ranks: u32, mpi_library: &str, warnings: &mut Vec<String>) {
     let Some(path) = crate::opt::get().profile.clone() else {
         return;
@@ -168,6 +215,9 @@ pub fn load(rank: u32, ranks: u32, mpi_library: &str, warnings: &mut Vec<String>
             consts::comm_world(),
         );
     }
+    // Which peers are on another host: the report labels a send across
+    // hosts with the profile's eager limit across hosts.
+    exchange_hosts(rank, ranks, env.hosts.first().map_or("", String::as_str));
     let print = rank == 0;
     match loaded {
         Err(e) => {

@@ -13,6 +13,7 @@ mod accuracy;
 mod attribution;
 mod bytes_peers;
 mod calibrated;
+mod cross_host;
 mod cxx;
 mod diff;
 mod exports;
