@@ -33,6 +33,11 @@ pub struct Aggregate {
     /// evaluate the sites against another profile or eager limit.
     #[serde(default, with = "pairs")]
     pub keys: HashMap<KeyId, KeyAcc>,
+    /// The same for the point-to-point keys whose peer was on another host
+    /// (their sends have another eager limit); absent in payloads written
+    /// before it was kept apart.
+    #[serde(default, with = "pairs")]
+    pub keys_cross_host: HashMap<KeyId, KeyAcc>,
     /// The regions between MPI calls, per pair of sites, one row per rank.
     #[serde(default)]
     pub regions: HashMap<RegionId, RegionAcc>,
@@ -57,6 +62,9 @@ impl Aggregate {
     pub fn merge(&mut self, o: Aggregate) {
         for (id, k) in o.keys {
             merge_key(&mut self.keys, id, k);
+        }
+        for (id, k) in o.keys_cross_host {
+            merge_key(&mut self.keys_cross_host, id, k);
         }
         for (k, v) in o.sites {
             match self.sites.get_mut(&k) {

@@ -11,6 +11,7 @@ use mpiover_common::record::{Entry, Record, Site};
 
 use crate::aggregate::Aggregate;
 use crate::display_bins::BucketBins;
+use crate::eager_limit::Thresholds;
 use crate::merged_keys::{key_id, merge_key, KeyAcc};
 use crate::site_key::{Loc, SiteKey};
 use crate::site_totals::{MultiWait, PeerAcc, RankSite, SiteAcc};
@@ -25,16 +26,16 @@ type PostDone = (u32, String, bool);
 /// What the entries of one record share while it is folded.
 struct RecordView<'r> {
     rec: &'r Record,
-    rendezvous_bytes: u64,
+    rendezvous: Thresholds,
     /// Completion site -> the point-to-point requests completed there.
     posts_done: HashMap<u32, Vec<PostDone>>,
 }
 
 impl<'r> RecordView<'r> {
-    fn new(rec: &'r Record, rendezvous_bytes: u64) -> RecordView<'r> {
+    fn new(rec: &'r Record, rendezvous: Thresholds) -> RecordView<'r> {
         let mut view = RecordView {
             rec,
-            rendezvous_bytes,
+            rendezvous,
             posts_done: HashMap::default(),
         };
         view.posts_done = view.completed_posts();
@@ -109,7 +110,7 @@ impl<'e> Evaluated<'e> {
             e.role.as_deref(),
             e.completes.as_deref(),
             e.requests,
-            view.rendezvous_bytes,
+            view.rendezvous.for_peer(e.cross_host),
         );
         Evaluated {
             e,
@@ -137,15 +138,16 @@ impl<'e> Evaluated<'e> {
 
 impl Aggregate {
     /// Folds one rank's record: its entries evaluated against `tmax` (else
-    /// against what the record carries), sends of at least
-    /// `rendezvous_bytes` taken as rendezvous sends.
+    /// against what the record carries), sends of at least `rendezvous`'s
+    /// threshold (across hosts for a peer on another host) taken as
+    /// rendezvous sends.
     pub fn add_record<T: TmaxLookup + ?Sized>(
         &mut self,
         rec: &Record,
         tmax: Option<&T>,
-        rendezvous_bytes: u64,
+        rendezvous: impl Into<Thresholds>,
     ) {
-        let view = RecordView::new(rec, rendezvous_bytes);
+        let view = RecordView::new(rec, rendezvous.into());
         let mut event_time = 0.0;
         let mut rank_overhead: Option<f64> = None;
         for e in &rec.entries {
@@ -178,7 +180,12 @@ impl Aggregate {
             count_lookup(&mut self.lookups, &f.ev, e.count, 1);
             if self.want_keys {
                 let k = KeyAcc::of_entry(e, view.unit(), view.rank());
-                merge_key(&mut self.keys, key_id(&key, e), k);
+                let keys = if e.cross_host == Some(true) {
+                    &mut self.keys_cross_host
+                } else {
+                    &mut self.keys
+                };
+                merge_key(keys, key_id(&key, e), k);
             }
         }
         let acc = self

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::aggregate::Aggregate;
-use crate::eager_limit::{eager_limit, EagerLimit};
+use crate::eager_limit::{eager_limit, EagerLimit, RendezvousSource, Thresholds};
 use crate::exact_sum::Fx;
 use crate::tmax_eval::{count_lookup, evaluate, site_eval, Lookups, TmaxLookup};
 use crate::wait_state::entry_wait_state;
@@ -78,8 +78,13 @@ fn first_version() -> u64 {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Lowest {
     rank: u32,
-    /// The eager limit the folding used.
-    rendezvous: EagerLimit,
+    /// The eager limit the folding used: the same-host threshold, where it
+    /// came from and that in words (the payload's first layout).
+    rendezvous: (u64, RendezvousSource, String),
+    /// The threshold across hosts it used, when it had one (absent in
+    /// payloads written before it was applied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rendezvous_cross_host: Option<u64>,
     /// What the MPI library stated (`MPI_T`): the eager limit when a profile
     /// given to the report does not measure one.
     mpi_t: Option<MpiTValue>,
@@ -97,7 +102,8 @@ impl JobAggregate {
             agg,
             lowest: Lowest {
                 rank: rec.rank,
-                rendezvous: rdv,
+                rendezvous_cross_host: rdv.0.cross_host,
+                rendezvous: (rdv.0.same_host, rdv.1, rdv.2),
                 mpi_t: rec.eager_limit.clone(),
             },
         }
@@ -108,7 +114,10 @@ impl JobAggregate {
     /// `profile_limit` is its measured eager limit (the report loads the
     /// profile the record names to ask the same), so that no rank reads the
     /// profile again at `MPI_Finalize`.
-    pub fn of_record_in_job(rec: &Record, profile_limit: Option<u64>) -> JobAggregate {
+    pub fn of_record_in_job(
+        rec: &Record,
+        profile_limit: Option<(u64, Option<u64>)>,
+    ) -> JobAggregate {
         let recorded = profile_limit.filter(|_| rec.profile.is_some());
         let rdv = eager_limit(None, recorded, rec.eager_limit.as_ref());
         JobAggregate::of_record(rec, rdv)
@@ -173,7 +182,11 @@ impl JobAggregate {
     /// calls over tmax, wait states, the tmax lookups. What is kept per rank
     /// (the per-rank spread, the wait matrix, the late peers) keeps the
     /// run's own tmax; false when the log has no keys to do it with.
-    pub fn reevaluate<T: TmaxLookup + ?Sized>(&mut self, tmax: Option<&T>, rdv: u64) -> bool {
+    pub fn reevaluate<T: TmaxLookup + ?Sized>(
+        &mut self,
+        tmax: Option<&T>,
+        rdv: Thresholds,
+    ) -> bool {
         let agg = &mut self.agg;
         if agg.keys.is_empty() && !agg.sites.is_empty() {
             return false;
@@ -193,7 +206,8 @@ impl JobAggregate {
         }
         agg.lookups = Lookups::default();
         // The sums are fixed point: the map's order does not matter.
-        for ((site, function, _, bytes, role, completes, requests), k) in &agg.keys {
+        let keys = agg.keys.iter().chain(&agg.keys_cross_host);
+        for ((site, function, _, bytes, role, completes, requests), k) in keys {
             let e = &k.entry;
             let ev = evaluate(e, k.unit_s, tmax);
             count_lookup(&mut agg.lookups, &ev, e.count, k.entries);
@@ -203,7 +217,7 @@ impl JobAggregate {
                 role.as_deref(),
                 completes.as_deref(),
                 *requests,
-                rdv,
+                rdv.for_peer(e.cross_host),
             );
             if let Some(acc) = agg.sites.get_mut(site) {
                 site_eval(acc, &ev, e.count, state);
@@ -216,13 +230,22 @@ impl JobAggregate {
     /// profile that measures one (`measured`), as the report decides it
     /// for per-rank records: the option, the profile's measurement, else
     /// what the library stated.
-    pub fn rendezvous_given(&self, option: Option<u64>, measured: Option<u64>) -> EagerLimit {
+    pub fn rendezvous_given(
+        &self,
+        option: Option<u64>,
+        measured: Option<(u64, Option<u64>)>,
+    ) -> EagerLimit {
         eager_limit(option, measured, self.lowest.mpi_t.as_ref())
     }
 
     /// The aggregate, and the eager limit it was folded with.
     pub fn into_parts(self) -> (Aggregate, EagerLimit) {
-        (self.agg, self.lowest.rendezvous)
+        let (same_host, source, detail) = self.lowest.rendezvous;
+        let t = Thresholds {
+            same_host,
+            cross_host: self.lowest.rendezvous_cross_host,
+        };
+        (self.agg, (t, source, detail))
     }
 }
 
@@ -258,6 +281,7 @@ fn stated_version(head: &[u8]) -> Option<Option<u64>> {
 
 #[cfg(test)]
 mod tests {
+    use mpiover_common::functions::WaitState;
     use mpiover_common::histogram::Histogram;
     use mpiover_common::record::{Entry, Site};
 
@@ -292,6 +316,7 @@ mod tests {
             p: 2,
             bytes: 8,
             peer,
+            cross_host: None,
             role: None,
             completes: None,
             post_site: None,
@@ -334,6 +359,72 @@ mod tests {
         rec
     }
 
+    /// Rank 0 of two hosts' job: 16 KiB `MPI_Send`s of 20 ms each (tmax
+    /// 500 ns), to rank 1 on its host at line 10 and to rank 2 on the other
+    /// at line 20.
+    fn sends_within_and_across_hosts() -> Record {
+        let mut rec = record(0);
+        rec.ranks = 3;
+        let send = |site, peer, cross| {
+            let mut e = entry(site, "MPI_Send", Some(peer), 20_000_000);
+            (e.bytes, e.cross_host) = (16 * 1024, Some(cross));
+            e
+        };
+        rec.entries = vec![send(0, 1, false), send(1, 2, true)];
+        rec
+    }
+
+    /// The wait state of the most overhead at the site of `line`.
+    fn state_at(agg: &Aggregate, line: u32) -> Option<WaitState> {
+        let acc = agg
+            .sites
+            .iter()
+            .find(|(k, _)| matches!(k.loc, crate::Loc::Line(_, l) if l == line))
+            .map(|(_, a)| a)
+            .expect("site");
+        let (state, ovh) = acc
+            .states
+            .iter()
+            .max_by(|a, b| a.1.get().total_cmp(&b.1.get()))
+            .expect("states");
+        assert!(ovh.get() > 0.07, "{line}: {}", ovh.get());
+        *state
+    }
+
+    /// A send between the two eager limits is rendezvous on its host and
+    /// eager across hosts, folded from the record and evaluated again from
+    /// the merged keys alike; where the record does not say whose host the
+    /// peer is on, the smaller limit applies.
+    #[test]
+    fn a_send_between_the_limits_is_eager_across_hosts_only() {
+        let rdv = Thresholds {
+            same_host: 4097,
+            cross_host: Some(65481),
+        };
+        let rec = sends_within_and_across_hosts();
+        let mut job = JobAggregate::of_record_in_job(&rec, None);
+        job.lowest.rendezvous_cross_host = rdv.cross_host;
+        job.lowest.rendezvous.0 = rdv.same_host;
+        let mut agg = Aggregate::new(false);
+        agg.add_record::<dyn TmaxLookup>(&rec, None, rdv);
+        assert_eq!(state_at(&agg, 10), Some(WaitState::LateReceiver));
+        assert_eq!(state_at(&agg, 20), None);
+        let mut back = JobAggregate::decode(&job.encode().unwrap()).unwrap();
+        assert!(back.reevaluate::<dyn TmaxLookup>(None, rdv));
+        let (agg, t) = back.into_parts();
+        assert_eq!(t.0, rdv);
+        assert_eq!(state_at(&agg, 10), Some(WaitState::LateReceiver));
+        assert_eq!(state_at(&agg, 20), None);
+        // Not known: the smaller (same-host) limit, rendezvous.
+        let mut unknown = rec.clone();
+        for e in &mut unknown.entries {
+            e.cross_host = None;
+        }
+        let mut agg = Aggregate::new(false);
+        agg.add_record::<dyn TmaxLookup>(&unknown, None, rdv);
+        assert_eq!(state_at(&agg, 20), Some(WaitState::LateReceiver));
+    }
+
     fn decompressed(payload: &[u8]) -> Vec<u8> {
         zstd::stream::decode_all(payload).unwrap()
     }
@@ -341,7 +432,7 @@ mod tests {
     #[test]
     fn parts_merge_through_their_encoding() {
         let mut job = JobAggregate::of_record_in_job(&record(1), None);
-        let zero = JobAggregate::of_record_in_job(&record(0), Some(4096));
+        let zero = JobAggregate::of_record_in_job(&record(0), Some((4096, None)));
         job.merge(JobAggregate::decode(&zero.encode().unwrap()).unwrap());
         job.set_merge_s(0, 0.5);
         let back = JobAggregate::decode(&job.encode().unwrap()).unwrap();

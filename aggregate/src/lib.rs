@@ -50,7 +50,9 @@ pub mod wait_state;
 
 pub use aggregate::Aggregate;
 pub use display_bins::{dist_edge, dist_index_of_edge, DIST_BINS};
-pub use eager_limit::{eager_limit, EagerLimit, RendezvousSource, DEFAULT_RENDEZVOUS_BYTES};
+pub use eager_limit::{
+    eager_limit, EagerLimit, RendezvousSource, Thresholds, DEFAULT_RENDEZVOUS_BYTES,
+};
 pub use exact_sum::Fx;
 pub use job_aggregate::{JobAggregate, PayloadError, PAYLOAD_VERSION};
 pub use merged_keys::{KeyAcc, KeyId};

@@ -202,6 +202,12 @@ pub struct Entry {
     /// Point-to-point peer as a rank of `MPI_COMM_WORLD` (source for receives,
     /// destination for sends), `None` for collectives or unknown.
     pub peer: Option<i32>,
+    /// For point-to-point keys: whether `peer` ran on another host than
+    /// this rank (the ranks' host names are exchanged at `MPI_Init` when a
+    /// profile is used); absent when not known. The report labels a send
+    /// across hosts with the profile's eager limit across hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_host: Option<bool>,
     /// `root` or `nonroot` for rooted collectives.
     pub role: Option<String>,
     /// For completions: the function of the request completed (`MPI_Irecv`).

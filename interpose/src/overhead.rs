@@ -18,9 +18,12 @@
 //!   measured exchange of k neighbours, or a composed value with its rule
 //!   in the record's `tmax_composed`);
 //! - rooted collectives: role `root` / `nonroot`;
-//! - point-to-point: whether the peer shares the host is not known here, so
-//!   the profile's cross-host entries are used when it has both kinds (the
-//!   larger tmax: network latency is never reported as overhead).
+//! - point-to-point: whether the peer shares the host is not looked up per
+//!   call, so the profile's cross-host entries are used when it has both
+//!   kinds (the larger tmax: network latency is never reported as
+//!   overhead). The ranks' hosts are exchanged at `MPI_Init` ([`load`]) for
+//!   the record: each point-to-point entry says whether its peer was on
+//!   another host (the report's eager limit between hosts).
 //!
 //! A profile that cannot be read gives one warning (rank 0) and no overhead;
 //! one measured elsewhere (another MPI library, CPU, host, more ranks per
@@ -51,9 +54,31 @@ pub fn usage() -> Option<ProfileUse> {
 }
 
 /// Whether overhead is being computed.
-/// The eager limit the loaded profile measured, if any.
-pub fn rendezvous_bytes() -> Option<u64> {
-    PROFILE.get()?.protocol.as_ref()?.rendezvous_bytes()
+/// The rendezvous thresholds the loaded profile measured (same host,
+/// across hosts), if any.
+pub fn rendezvous_bytes() -> Option<(u64, Option<u64>)> {
+    PROFILE.get()?.protocol.as_ref()?.rendezvous_bytes_by_host()
+}
+
+/// An id of each rank's host (`MPI_Get_processor_name`), by rank of
+/// `MPI_COMM_WORLD`: exchanged at `MPI_Init` when a profile is named, so
+/// that the record can say which peers were on another host.
+/// Holds this rank too.
+static HOSTS: OnceLock<(u32, Vec<u64>)> = OnceLock::new();
+
+/// Whether world rank `peer` ran on another host than this rank; `None`
+/// when the hosts were not exchanged.
+pub fn crosses_host(peer: i32) -> Option<bool> {
+    let (rank, hosts) = HOSTS.get()?;
+    let me = hosts.get(*rank as usize)?;
+    Some(hosts.get(usize::try_from(peer).ok()?)? != me)
+}
+
+/// A host name's id: FNV-1a, the same on every rank.
+fn host_id(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 pub fn active() -> bool {
@@ -117,12 +142,13 @@ fn ranks_on_host() -> u32 {
     n.max(0) as u32
 }
 
-/// The hosts of the job (every rank's processor name, sorted, once each),
-/// or none when a rank does not know its own. Collective over the world,
-/// called by every rank at init: a profile measured on one host is told
-/// from a run on several (and the reverse) by the job's hosts, not by this
-/// rank's.
-fn job_hosts(ranks: u32) -> Vec<String> {
+/// Every rank's processor name, by rank of `MPI_COMM_WORLD` (one
+/// `PMPI_Allgather`), or only this rank's when the exchange fails.
+/// Collective over the world, called by every rank at init. A profile
+/// measured on one host is told from a run on several (and the reverse) by
+/// the job's hosts, not by this rank's; and the record says per peer
+/// whether it was on another host.
+fn rank_hosts(ranks: u32) -> Result<Vec<String>, String> {
     const N: usize = 256;
     let mut mine = [0u8; N];
     let name = processor_name();
@@ -145,31 +171,42 @@ fn job_hosts(ranks: u32) -> Vec<String> {
         )
     };
     if r != 0 {
-        return if name.is_empty() {
-            Vec::new()
-        } else {
-            vec![name]
-        };
+        return Err(name);
     }
-    let mut hosts: Vec<String> = all
+    Ok(all
         .chunks(N)
         .map(|c| {
             let end = c.iter().position(|&x| x == 0).unwrap_or(c.len());
             String::from_utf8_lossy(&c[..end]).trim().to_string()
         })
-        .collect();
-    if hosts.iter().any(String::is_empty) {
-        return Vec::new();
+        .collect())
+}
+
+/// The job's hosts (sorted, once each) from every rank's, or none when a
+/// rank does not know its own; this rank's alone when they were not
+/// exchanged.
+fn job_hosts(by_rank: &Result<Vec<String>, String>) -> Vec<String> {
+    match by_rank {
+        Err(mine) if mine.is_empty() => Vec::new(),
+        Err(mine) => vec![mine.clone()],
+        Ok(all) if all.iter().any(String::is_empty) => Vec::new(),
+        Ok(all) => {
+            let mut hosts = all.clone();
+            hosts.sort();
+            hosts.dedup();
+            hosts
+        }
     }
-    hosts.sort();
-    hosts.dedup();
-    hosts
 }
 
 /// This run's environment, as far as a profile is compared with it.
-fn environment(mpi_library: &str, ranks: u32) -> Environment {
+fn environment(
+    mpi_library: &str,
+    ranks: u32,
+    by_rank: &Result<Vec<String>, String>,
+) -> Environment {
     Environment {
-        hosts: job_hosts(ranks),
+        hosts: job_hosts(by_rank),
         ranks,
         ranks_per_host: vec![ranks_on_host()],
         mpi_library: mpi_library.to_string(),
@@ -186,14 +223,15 @@ fn environment(mpi_library: &str, ranks: u32) -> Environment {
 }
 
 /// Called by every rank at `MPI_Init` (collective over the world: it takes
-/// part in three small PMPI collectives when `MPIOVER_PROFILE` is set, and in
-/// none when it is not, on every rank alike).
+/// part in three small PMPI collectives when `MPIOVER_PROFILE` is set, and
+/// in none when it is not, on every rank alike).
 pub fn load(rank: u32, ranks: u32, mpi_library: &str, warnings: &mut Vec<String>) {
     let Some(path) = crate::opt::get().profile.clone() else {
         return;
     };
     let shown = path.display().to_string();
-    let env = environment(mpi_library, ranks);
+    let by_rank = rank_hosts(ranks);
+    let env = environment(mpi_library, ranks, &by_rank);
     let loaded = Profile::load(&path);
     let (failed, mismatch) = match &loaded {
         Err(_) => (1, 0),
@@ -212,6 +250,11 @@ pub fn load(rank: u32, ranks: u32, mpi_library: &str, warnings: &mut Vec<String>
             consts::op_max(),
             consts::comm_world(),
         );
+    }
+    // Which peers are on another host: the report labels a send across
+    // hosts with the profile's eager limit across hosts.
+    if let Ok(all) = &by_rank {
+        let _ = HOSTS.set((rank, all.iter().map(|h| host_id(h)).collect()));
     }
     let print = rank == 0;
     match loaded {

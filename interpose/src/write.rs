@@ -310,6 +310,9 @@ fn entries(
             p: k.p,
             bytes: k.bytes,
             peer: (k.peer != rt::NONE_PEER).then_some(k.peer),
+            cross_host: (k.peer != rt::NONE_PEER)
+                .then(|| crate::overhead::crosses_host(k.peer))
+                .flatten(),
             role: rt::role_name(k.role).map(str::to_string),
             completes: (k.completes < rt::MIXED_FN).then(|| name_of(k.completes)),
             post_site: if !k.post_ra.is_none() {

@@ -387,6 +387,12 @@ pub struct WaitCell {
     pub waiter: u32,
     /// The peer it waited on.
     pub peer: u32,
+    /// The hosts of the two, when their records say (null for a rank
+    /// without a record).
+    #[serde(default)]
+    pub waiter_host: Option<String>,
+    #[serde(default)]
+    pub peer_host: Option<String>,
     pub value_s: f64,
     pub calls: u64,
 }
@@ -405,8 +411,14 @@ pub struct Methods {
     /// site; statistically significant sites below it are "negligible".
     pub min_share: f64,
     /// Sends of at least this many bytes are taken as rendezvous sends
-    /// (Late Receiver); `MPI_Ssend` always, `MPI_Bsend` never.
+    /// (Late Receiver); `MPI_Ssend` always, `MPI_Bsend` never. Between
+    /// ranks of one host, and between hosts too unless the next says.
     pub rendezvous_bytes: u64,
+    /// The same for a send to a rank on another host, when the profile
+    /// measured an eager limit across hosts; null when `rendezvous_bytes`
+    /// applies to every send.
+    #[serde(default)]
+    pub rendezvous_bytes_cross_host: Option<u64>,
     /// Where that threshold comes from: `option` (`--eager-limit`),
     /// `profile` (measured by the calibration), `mpi_t` (what the library
     /// states), `default`.

@@ -37,8 +37,9 @@ pub trait TmaxSource: Sync {
     }
 
     /// Smallest message size (bytes) that the library sends with the
-    /// rendezvous protocol, when the profile knows it.
-    fn rendezvous_bytes(&self) -> Option<u64> {
+    /// rendezvous protocol within a host, and across hosts when measured,
+    /// when the profile knows it.
+    fn rendezvous_bytes(&self) -> Option<(u64, Option<u64>)> {
         None
     }
 
@@ -194,8 +195,8 @@ impl TmaxSource for ProfileTmax {
     fn q_max(&self) -> Option<f64> {
         Some(self.profile.method.q_max)
     }
-    fn rendezvous_bytes(&self) -> Option<u64> {
-        self.profile.protocol.as_ref()?.rendezvous_bytes()
+    fn rendezvous_bytes(&self) -> Option<(u64, Option<u64>)> {
+        self.profile.protocol.as_ref()?.rendezvous_bytes_by_host()
     }
     fn tmax_from(&self) -> Option<crate::model::TmaxFrom> {
         Some(crate::model::TmaxFrom::of(&self.profile))

@@ -65,6 +65,26 @@ pub struct MpiTValue {
 }
 
 impl Protocol {
+    /// The smallest message size sent with the rendezvous protocol between
+    /// two ranks of one host, and between two hosts: one above each eager
+    /// limit measured below the largest size searched. The first is the
+    /// same-host one (the cross-host one when only that was measured, and
+    /// the second is then `None`); `None` when nothing was measured or every
+    /// size searched was eager.
+    pub fn rendezvous_bytes_by_host(&self) -> Option<(u64, Option<u64>)> {
+        let above = |l: Option<u64>| {
+            l.filter(|&l| l < self.searched_up_to)
+                .map(|l| l.saturating_add(1))
+        };
+        match self.eager_limit_same_host {
+            Some(_) => Some((
+                above(self.eager_limit_same_host)?,
+                above(self.eager_limit_cross_host),
+            )),
+            None => Some((above(self.eager_limit_cross_host)?, None)),
+        }
+    }
+
     /// The smallest message size that is sent with the rendezvous protocol:
     /// one above the eager limit (the same-host one, or the smaller of the
     /// two when both were measured: sends are then labelled as waiting for

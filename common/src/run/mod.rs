@@ -116,6 +116,7 @@ pub(crate) mod tests {
                 p: ranks,
                 bytes: 8,
                 peer: Some(0),
+                cross_host: None,
                 role: None,
                 completes: None,
                 post_site: None,

@@ -16,7 +16,7 @@ pub(crate) fn rendezvous_of(
     let recorded = match (tmax, first.and_then(|r| r.profile.as_ref())) {
         (None, Some(p)) => mpiover_common::profile::Profile::load(&p.path)
             .ok()
-            .and_then(|p| p.protocol?.rendezvous_bytes()),
+            .and_then(|p| p.protocol?.rendezvous_bytes_by_host()),
         _ => None,
     };
     eager_limit(

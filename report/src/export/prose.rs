@@ -50,6 +50,24 @@ pub fn sentence(s: &SiteReport, mpi_time: f64, overhead_known: bool) -> String {
 }
 
 /// How sites were tested, in one sentence (the methods block of text and HTML).
+/// The wait-state rules: the rendezvous thresholds (within a host and
+/// across hosts when they differ) and where they come from; `bytes` shows a
+/// size.
+pub fn wait_states(m: &Methods, bytes: impl Fn(u64) -> String) -> String {
+    let sizes = match m.rendezvous_bytes_cross_host {
+        Some(c) => format!(
+            "sends of {} or more within a host, of {} or more across hosts",
+            bytes(m.rendezvous_bytes),
+            bytes(c)
+        ),
+        None => format!("sends of {} or more", bytes(m.rendezvous_bytes)),
+    };
+    format!(
+        "Scalasca's names; {sizes} are rendezvous ({}), MPI_Ssend always, MPI_Bsend never",
+        m.rendezvous_detail
+    )
+}
+
 pub fn significance(m: &Methods) -> String {
     format!(
         "q_max {}, alpha {}{}: {}{}",

@@ -198,6 +198,7 @@ pub fn push_entry(
         p: spec.p,
         bytes: spec.bytes,
         peer: spec.peer,
+        cross_host: None,
         role: spec.role.map(str::to_string),
         completes: spec.completes.map(str::to_string),
         post_site: spec.post_site,

@@ -51,7 +51,7 @@ pub fn cluster_env() -> Result<Vec<(String, String)>, String> {
 
 /// The cluster's settings, or `None` (test skipped) outside CI when it is
 /// not up.
-fn cluster_or_skip(test: &str) -> Option<Vec<(String, String)>> {
+pub fn cluster_or_skip(test: &str) -> Option<Vec<(String, String)>> {
     match cluster_env() {
         Ok(vars) => Some(vars),
         Err(why) => {

@@ -14,6 +14,7 @@ mod attribution;
 mod bytes_peers;
 mod calibrated;
 mod cross_host;
+mod cross_host_calibration;
 mod cxx;
 mod diff;
 mod exports;

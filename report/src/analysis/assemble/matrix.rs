@@ -2,14 +2,27 @@
 
 use super::*;
 
-/// The matrix of `wait` (waiter, peer): overhead when known, else time.
-pub(crate) fn wait_matrix(wait: &HashMap<(u32, u32), PeerAcc>, overhead_known: bool) -> WaitMatrix {
+/// The matrix of `wait` (waiter, peer): overhead when known, else time;
+/// `ranks` (sorted by rank) gives each rank's host.
+pub(crate) fn wait_matrix(
+    wait: &HashMap<(u32, u32), PeerAcc>,
+    overhead_known: bool,
+    ranks: &[RankAcc],
+) -> WaitMatrix {
     let metric_ovh = overhead_known;
+    let host = |r: u32| {
+        ranks
+            .binary_search_by_key(&r, |k| k.rank)
+            .ok()
+            .map(|i| ranks[i].host.clone())
+    };
     let mut cells: Vec<WaitCell> = wait
         .iter()
         .map(|(&(w, p), a)| WaitCell {
             waiter: w,
             peer: p,
+            waiter_host: None,
+            peer_host: None,
             value_s: if metric_ovh {
                 a.overhead.get()
             } else {
@@ -34,6 +47,9 @@ pub(crate) fn wait_matrix(wait: &HashMap<(u32, u32), PeerAcc>, overhead_known: b
     };
     let cells_total = cells.len();
     cells.truncate(10_000);
+    for c in &mut cells {
+        (c.waiter_host, c.peer_host) = (host(c.waiter), host(c.peer));
+    }
     WaitMatrix {
         metric: if metric_ovh {
             Metric::Overhead

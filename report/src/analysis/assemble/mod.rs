@@ -36,6 +36,28 @@ const NO_PROFILE_HINT: &str = "no profile gave tmax, so sites are ranked by time
          calibrate this machine with mpiover-calibrate and re-run `mpiover report RUN_DIR --profile PROFILE` \
          (or record with a profile) to rank sites by the time they waste";
 
+/// Where the eager limits come from, in words, and for a run on several
+/// hosts with a profile that measured one host only, that its limit is
+/// applied across hosts too.
+fn rendezvous_detail(
+    detail: String,
+    rdv: mpiover_aggregate::Thresholds,
+    source: mpiover_aggregate::RendezvousSource,
+    hosts: &[String],
+) -> String {
+    if hosts.len() > 1
+        && rdv.cross_host.is_none()
+        && source == mpiover_aggregate::RendezvousSource::Profile
+    {
+        format!(
+            "{detail}; the profile measured no limit across hosts: the same-host one is applied \
+             to sends across hosts too"
+        )
+    } else {
+        detail
+    }
+}
+
 pub(crate) fn finish(
     mut agg: Aggregate,
     run: RunSummary,
@@ -74,7 +96,8 @@ pub(crate) fn finish(
     let mut detail = details(&built, opts, run.ranks, overhead_known);
     detail.regions = region_sources(&regions, &built, opts);
     let sites: Vec<SiteReport> = built.into_iter().map(|b| b.report).collect();
-    let wait_matrix = wait_matrix(&agg.wait, overhead_known);
+    let wait_matrix = wait_matrix(&agg.wait, overhead_known, ranks);
+    let rendezvous_detail = rendezvous_detail(rdv_detail, rdv, rdv_source, &hosts);
 
     Report {
         schema: REPORT_SCHEMA.into(),
@@ -92,9 +115,10 @@ pub(crate) fn finish(
             test: TEST.into(),
             min_calls,
             min_share: opts.min_share,
-            rendezvous_bytes: rdv,
+            rendezvous_bytes: rdv.same_host,
+            rendezvous_bytes_cross_host: rdv.cross_host,
             rendezvous_source: rdv_source,
-            rendezvous_detail: rdv_detail,
+            rendezvous_detail,
             lookups,
             tool: tool_cost(ranks, &totals),
             timer: timer_info(ranks),

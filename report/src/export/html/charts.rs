@@ -133,6 +133,17 @@ pub(crate) fn wait_matrix(o: &mut String, c: &Ctx) {
             format!("{lo}-{}", (lo + per - 1).min(world - 1))
         }
     };
+    // On several hosts, a rank's host beside it: which waits cross hosts.
+    let several = c.r.run.hosts.len() > 1 && per == 1;
+    let named = |k: usize| -> String {
+        let host = several
+            .then(|| c.r.ranks.iter().find(|r| r.rank == k as u32))
+            .flatten();
+        match host {
+            Some(r) => format!("{} ({})", label(k), r.host),
+            None => label(k),
+        }
+    };
     for i in 0..n {
         for j in 0..n {
             let v = m[i * n + j];
@@ -147,7 +158,7 @@ pub(crate) fn wait_matrix(o: &mut String, c: &Ctx) {
                 cs - 1.0,
                 cs - 1.0,
                 heat(v / max),
-                esc(&format!("{} waited {} on {}", label(i), secs(v), label(j)))
+                esc(&format!("{} waited {} on {}", named(i), secs(v), named(j)))
             );
         }
     }

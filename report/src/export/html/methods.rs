@@ -86,14 +86,7 @@ pub(crate) fn methods(o: &mut String, c: &Ctx) {
         "sum over calls of max(0, t - tmax), from the recorded histograms (1 % buckets)".into(),
     );
     item("Significance", crate::export::prose::significance(m));
-    item(
-        "Wait states",
-        format!(
-            "Scalasca's names; sends of {} or more are rendezvous ({}), MPI_Ssend always, MPI_Bsend never",
-            bytes(m.rendezvous_bytes),
-            m.rendezvous_detail
-        ),
-    );
+    item("Wait states", crate::export::prose::wait_states(m, bytes));
     let l = &m.lookups;
     item("tmax lookups", crate::export::prose::lookups(l));
     item("Timer", crate::export::prose::timer(&m.timer));

@@ -406,15 +406,28 @@ pub(super) fn wait_matrix(o: &mut String, c: &Ctx) {
                 secs(wm.total_s)
             ),
         );
-        let mut t = Table::new(&[">Rank", ">waited on", ">for", ">share", ">calls"]);
+        // On several hosts, each rank's host: which waits cross hosts.
+        let hosts = r.run.hosts.len() > 1;
+        let mut head = vec![">Rank", ">waited on", ">for", ">share", ">calls"];
+        if hosts {
+            head.splice(1..1, ["Host"]);
+            head.splice(3..3, ["Host"]);
+        }
+        let mut t = Table::new(&head);
         for c in wm.cells.iter().take(10) {
-            t.rows.push(vec![
+            let host = |h: &Option<String>| plain(truncate(h.as_deref().unwrap_or("?"), 24));
+            let mut row = vec![
                 plain(c.waiter.to_string()),
                 plain(c.peer.to_string()),
                 plain(secs(c.value_s)),
                 plain(pct(share(c.value_s, wm.total_s))),
                 plain(count(c.calls)),
-            ]);
+            ];
+            if hosts {
+                row.insert(1, host(&c.waiter_host));
+                row.insert(3, host(&c.peer_host));
+            }
+            t.rows.push(row);
         }
         t.render(o, st, "  ");
         o.push('\n');
@@ -465,9 +478,8 @@ pub(super) fn methods(o: &mut String, c: &Ctx) {
     );
     let _ = writeln!(
         o,
-        "  Wait states  Scalasca's names; sends of {} or more are rendezvous ({}), MPI_Ssend always, MPI_Bsend never",
-        bytes(m.rendezvous_bytes),
-        m.rendezvous_detail
+        "  Wait states  {}",
+        crate::export::prose::wait_states(m, bytes)
     );
     let l = &m.lookups;
     if l.entries > 0 || m.profile.is_some() {
