@@ -31,6 +31,7 @@ mod pattern;
 mod plan;
 mod progress;
 mod protocol;
+mod skew;
 mod stat;
 
 use clap::Parser;
