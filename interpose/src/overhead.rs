@@ -53,18 +53,17 @@ pub fn usage() -> Option<ProfileUse> {
     USAGE.get().cloned()
 }
 
-/// Whether overhead is being computed.
 /// The rendezvous thresholds the loaded profile measured (same host,
 /// across hosts), if any.
 pub fn rendezvous_bytes() -> Option<(u64, Option<u64>)> {
     PROFILE.get()?.protocol.as_ref()?.rendezvous_bytes_by_host()
 }
 
-/// An id of each rank's host (`MPI_Get_processor_name`), by rank of
-/// `MPI_COMM_WORLD`: exchanged at `MPI_Init` when a profile is named, so
-/// that the record can say which peers were on another host.
-/// Holds this rank too.
-static HOSTS: OnceLock<(u32, Vec<u64>)> = OnceLock::new();
+/// Each rank's host (`MPI_Get_processor_name`), by rank of
+/// `MPI_COMM_WORLD`, this rank's included: exchanged at `MPI_Init` when a
+/// profile is named, so that the record can say which peers were on another
+/// host.
+static HOSTS: OnceLock<(u32, Vec<String>)> = OnceLock::new();
 
 /// Whether world rank `peer` ran on another host than this rank; `None`
 /// when the hosts were not exchanged.
@@ -74,13 +73,7 @@ pub fn crosses_host(peer: i32) -> Option<bool> {
     Some(hosts.get(usize::try_from(peer).ok()?)? != me)
 }
 
-/// A host name's id: FNV-1a, the same on every rank.
-fn host_id(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
+/// Whether overhead is being computed.
 pub fn active() -> bool {
     PROFILE.get().is_some()
 }
@@ -253,8 +246,8 @@ pub fn load(rank: u32, ranks: u32, mpi_library: &str, warnings: &mut Vec<String>
     }
     // Which peers are on another host: the report labels a send across
     // hosts with the profile's eager limit across hosts.
-    if let Ok(all) = &by_rank {
-        let _ = HOSTS.set((rank, all.iter().map(|h| host_id(h)).collect()));
+    if let Ok(all) = by_rank {
+        let _ = HOSTS.set((rank, all));
     }
     let print = rank == 0;
     match loaded {

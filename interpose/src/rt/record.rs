@@ -14,12 +14,11 @@ impl Guard {
         }
     }
 
-    /// Records an event under its key, at the call's `site`, and the
+    /// Records an event under its key, at the call's site `ra`, and the
     /// region that ended at its entry `t0` (the call returned at `t1`).
     #[inline(always)]
-    pub fn event(&mut self, site: SiteRef, ev: &Ev, t0: u64, t1: u64) {
+    pub fn event(&mut self, ra: SiteRef, ev: &Ev, t0: u64, t1: u64) {
         let dt = t1.wrapping_sub(t0);
-        let ra = site;
         let ts = self.ts();
         ts.updating.store(true, Relaxed);
         // With the writer's barrier, either the writer sees `updating` set

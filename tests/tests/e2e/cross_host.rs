@@ -21,7 +21,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::fake_cluster::cluster_or_skip;
+use crate::fake_cluster::{cluster_command, cluster_or_skip, launcher};
 use crate::harness::*;
 
 /// `mpiover record --format <format> --profile <profile> -- <launcher>
@@ -39,13 +39,8 @@ fn record_on(
     args: &[&str],
 ) -> (PathBuf, Outcome) {
     let run = dir.join("run");
-    let np = np.to_string();
-    let launcher: Vec<&str> = if mpi_flavor() == "mpich" {
-        vec!["mpiexec.mpich", "-n", &np, "-hosts", hosts]
-    } else {
-        vec!["mpirun", "-np", &np, "--host", hosts]
-    };
-    let mut c = Command::new(mpiover_bin());
+    let words = launcher(np, hosts, &[]);
+    let mut c = cluster_command(mpiover_bin(), vars);
     c.args(["record", "--format", format, "--lib"])
         .arg(lib())
         .arg("--profile")
@@ -53,21 +48,13 @@ fn record_on(
         .arg("--out")
         .arg(&run)
         .arg("--")
-        .args(&launcher)
+        .args(&words)
         .arg(example(program))
         .args(args)
         .current_dir(dir);
-    for (k, v) in vars {
-        c.env(k, v);
-    }
-    if mpi_flavor() == "mpich" {
-        // As `fake_cluster::record`: UCX across the hosts by shared memory
-        // (MPICH 4.0's MPI_Finalize over UCX's tcp hangs now and then).
-        c.env("FAKE_CLUSTER_SAME_BOOT_ID", "1");
-    }
     let job = format!(
         "mpiover record --format {format} -- {} {program} {} (fake cluster)",
-        launcher.join(" "),
+        words.join(" "),
         args.join(" ")
     );
     let out = run_locked(c, job, dir);
@@ -94,31 +81,6 @@ fn section<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
         .skip(1)
         .take_while(|l| !l.trim().is_empty())
         .collect()
-}
-
-/// `run`'s files copied apart: the job log alone, the per-rank records
-/// alone.
-fn split_both(run: &Path, dir: &Path) -> (PathBuf, PathBuf) {
-    let (log_only, files_only) = (dir.join("log_only"), dir.join("files_only"));
-    for d in [&log_only, &files_only] {
-        let _ = std::fs::remove_dir_all(d);
-        std::fs::create_dir_all(d).expect("mkdir");
-    }
-    for e in std::fs::read_dir(run).expect("run directory") {
-        let n = e.expect("entry").file_name();
-        let to = if n.to_string_lossy().ends_with(".mpiover-log") {
-            &log_only
-        } else {
-            &files_only
-        };
-        std::fs::copy(run.join(&n), to.join(&n)).expect("copy");
-    }
-    (log_only, files_only)
-}
-
-fn without_dir(mut v: Value) -> Value {
-    v["run"]["dir"] = Value::Null;
-    v
 }
 
 #[test]

@@ -24,57 +24,13 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::fake_cluster::cluster_or_skip;
+use crate::fake_cluster::{cluster_command, cluster_or_skip, launcher};
 use crate::harness::*;
 
 const SKEW_VAR: &str = "MPIOVER_CALIBRATE_TEST_CLOCK_SKEW";
 /// What node2's clock is given: 5 ms ahead, running 30 ppm fast.
 const OFFSET_S: f64 = 0.005;
 const DRIFT: f64 = 3e-5;
-
-/// The launcher's words for `np` ranks on `hosts` (`node1:2,node2:2`), with
-/// `env` forwarded to the ranks (the fake cluster's hosts start them with a
-/// fresh environment, as sshd does).
-fn launcher(np: u32, hosts: &str, env: &[(&str, &str)]) -> Vec<String> {
-    let mut l: Vec<String> = if mpi_flavor() == "mpich" {
-        vec![
-            "mpiexec.mpich".into(),
-            "-n".into(),
-            np.to_string(),
-            "-hosts".into(),
-            hosts.into(),
-        ]
-    } else {
-        vec![
-            "mpirun".into(),
-            "-np".into(),
-            np.to_string(),
-            "--host".into(),
-            hosts.into(),
-        ]
-    };
-    for (k, v) in env {
-        if mpi_flavor() == "mpich" {
-            l.extend(["-genv".into(), k.to_string(), v.to_string()]);
-        } else {
-            l.extend(["-x".into(), format!("{k}={v}")]);
-        }
-    }
-    l
-}
-
-fn cluster_command(program: &Path, vars: &[(String, String)]) -> Command {
-    let mut c = Command::new(program);
-    for (k, v) in vars {
-        c.env(k, v);
-    }
-    if mpi_flavor() == "mpich" {
-        // As in fake_cluster.rs: MPICH 4.0 over UCX's tcp can hang in
-        // MPI_Finalize; the hosts keep the machine's boot id.
-        c.env("FAKE_CLUSTER_SAME_BOOT_ID", "1");
-    }
-    c
-}
 
 /// A quick calibration of MPI_Send and MPI_Allreduce (8 B) on `np` ranks
 /// of `hosts`, with `env` on the ranks: the profile (parsed), its path and

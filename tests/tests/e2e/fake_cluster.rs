@@ -68,28 +68,41 @@ pub fn cluster_or_skip(test: &str) -> Option<Vec<(String, String)>> {
     }
 }
 
-/// `mpiover record --format <format> -- <launcher> (4 ranks, 2 on node1 and
-/// 2 on node2) imbalanced_allreduce 10 20`: the last rank sleeps 20 ms more
-/// per iteration.
-fn record(test: &str, format: &str, vars: &[(String, String)]) -> (PathBuf, Outcome) {
-    let dir = scratch(test);
-    let run = dir.join("run");
-    let program = example("imbalanced_allreduce");
-    let launcher: Vec<&str> = if mpi_flavor() == "mpich" {
-        vec!["mpiexec.mpich", "-n", "4", "-hosts", "node1:2,node2:2"]
+/// The launcher's words for `np` ranks on `hosts` (`node1:2,node2:2`), with
+/// `env` forwarded to the ranks (the fake cluster's hosts start them with a
+/// fresh environment, as sshd does).
+pub fn launcher(np: u32, hosts: &str, env: &[(&str, &str)]) -> Vec<String> {
+    let mut l: Vec<String> = if mpi_flavor() == "mpich" {
+        vec![
+            "mpiexec.mpich".into(),
+            "-n".into(),
+            np.to_string(),
+            "-hosts".into(),
+            hosts.into(),
+        ]
     } else {
-        vec!["mpirun", "-np", "4", "--host", "node1:2,node2:2"]
+        vec![
+            "mpirun".into(),
+            "-np".into(),
+            np.to_string(),
+            "--host".into(),
+            hosts.into(),
+        ]
     };
-    let mut c = Command::new(mpiover_bin());
-    c.args(["record", "--format", format, "--lib"])
-        .arg(lib())
-        .arg("--out")
-        .arg(&run)
-        .arg("--")
-        .args(&launcher)
-        .arg(&program)
-        .args(["10", "20"])
-        .current_dir(&dir);
+    for (k, v) in env {
+        if mpi_flavor() == "mpich" {
+            l.extend(["-genv".into(), k.to_string(), v.to_string()]);
+        } else {
+            l.extend(["-x".into(), format!("{k}={v}")]);
+        }
+    }
+    l
+}
+
+/// A command of the fake cluster's job: `vars` (from `scripts/fake-cluster
+/// env`) set, and under MPICH the hosts' shared boot id.
+pub fn cluster_command(program: &Path, vars: &[(String, String)]) -> Command {
+    let mut c = Command::new(program);
     for (k, v) in vars {
         c.env(k, v);
     }
@@ -100,9 +113,29 @@ fn record(test: &str, format: &str, vars: &[(String, String)]) -> (PathBuf, Outc
         // boot id, and UCX reaches across them by shared memory.
         c.env("FAKE_CLUSTER_SAME_BOOT_ID", "1");
     }
+    c
+}
+
+/// `mpiover record --format <format> -- <launcher> (4 ranks, 2 on node1 and
+/// 2 on node2) imbalanced_allreduce 10 20`: the last rank sleeps 20 ms more
+/// per iteration.
+fn record(test: &str, format: &str, vars: &[(String, String)]) -> (PathBuf, Outcome) {
+    let dir = scratch(test);
+    let run = dir.join("run");
+    let words = launcher(4, "node1:2,node2:2", &[]);
+    let mut c = cluster_command(mpiover_bin(), vars);
+    c.args(["record", "--format", format, "--lib"])
+        .arg(lib())
+        .arg("--out")
+        .arg(&run)
+        .arg("--")
+        .args(&words)
+        .arg(example("imbalanced_allreduce"))
+        .args(["10", "20"])
+        .current_dir(&dir);
     let job = format!(
         "mpiover record --format {format} -- {} imbalanced_allreduce 10 20 (fake cluster)",
-        launcher.join(" ")
+        words.join(" ")
     );
     let out = run_locked(c, job, &dir);
     assert_eq!(out.code(), Some(0), "{}", out.dump());

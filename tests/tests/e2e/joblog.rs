@@ -48,11 +48,6 @@ fn names(dir: &Path) -> Vec<String> {
     v
 }
 
-fn without_dir(mut v: Value) -> Value {
-    v["run"]["dir"] = Value::Null;
-    v
-}
-
 #[test]
 fn joblog_of_32_ranks_is_one_file_and_reports_like_the_per_rank_records() {
     let dir = scratch("joblog_32");
@@ -126,21 +121,9 @@ fn joblog_of_32_ranks_is_one_file_and_reports_like_the_per_rank_records() {
         .env("MPIOVER_FORMAT", "both")
         .run();
     out.assert_success();
-    let (log_only, files_only) = (dir.join("log_only"), dir.join("files_only"));
-    for d in [&log_only, &files_only] {
-        let _ = std::fs::remove_dir_all(d);
-        std::fs::create_dir_all(d).expect("mkdir");
-    }
     let listed = names(&both);
     assert_eq!(listed.len(), NP as usize + 1, "{listed:?}");
-    for n in &listed {
-        let to = if n.ends_with(".mpiover-log") {
-            &log_only
-        } else {
-            &files_only
-        };
-        std::fs::copy(both.join(n), to.join(n)).expect("copy");
-    }
+    let (log_only, files_only) = split_both(&both, &dir);
     let (a, b) = (report(&log_only), report(&files_only));
     assert_eq!((a.0, b.0), (Some(0), Some(0)), "{}\n{}", a.2, b.2);
     let (a, b): (Value, Value) = (

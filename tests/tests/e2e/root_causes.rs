@@ -186,20 +186,7 @@ fn root_causes_of_the_job_log_equal_those_of_the_per_rank_records() {
         .env("MPIOVER_PROFILE", prof.display().to_string())
         .run();
     out.assert_success();
-    let (log_only, files_only) = (dir.join("log_only"), dir.join("files_only"));
-    for d in [&log_only, &files_only] {
-        let _ = std::fs::remove_dir_all(d);
-        std::fs::create_dir_all(d).expect("mkdir");
-    }
-    for e in std::fs::read_dir(&both).expect("run dir").flatten() {
-        let n = e.file_name();
-        let to = if n.to_string_lossy().ends_with(".mpiover-log") {
-            &log_only
-        } else {
-            &files_only
-        };
-        std::fs::copy(e.path(), to.join(&n)).expect("copy");
-    }
+    let (log_only, files_only) = split_both(&both, &dir);
     // Without a profile: the report on per-rank records would evaluate
     // every call against a given one again, while a merged log keeps the
     // run's own figures per rank; both use the tmax the records carry.

@@ -80,3 +80,31 @@ pub fn check_record_basics(r: &Record, np: u32, program: &str) {
         );
     }
 }
+
+/// A run of `MPIOVER_FORMAT=both` split in two directories under `dir`:
+/// `log_only` with the job log, `files_only` with the per-rank records, so
+/// that the report of each can be compared.
+pub fn split_both(run: &Path, dir: &Path) -> (PathBuf, PathBuf) {
+    let (log_only, files_only) = (dir.join("log_only"), dir.join("files_only"));
+    for d in [&log_only, &files_only] {
+        let _ = fs::remove_dir_all(d);
+        fs::create_dir_all(d).expect("mkdir");
+    }
+    for e in fs::read_dir(run).expect("run directory") {
+        let n = e.expect("entry").file_name();
+        let to = if n.to_string_lossy().ends_with(".mpiover-log") {
+            &log_only
+        } else {
+            &files_only
+        };
+        fs::copy(run.join(&n), to.join(&n)).expect("copy");
+    }
+    (log_only, files_only)
+}
+
+/// A JSON report without its run directory (the one thing two reports of
+/// the same run from different directories differ in).
+pub fn without_dir(mut v: serde_json::Value) -> serde_json::Value {
+    v["run"]["dir"] = serde_json::Value::Null;
+    v
+}
