@@ -17,6 +17,8 @@
 # ("added, in run": the same process, so less exposed to run-to-run noise).
 # For the ping-pong a call is one message: one Send on one rank and one Recv
 # on the other, both wrapped. Target: <= 40 ns added on the local tests.
+# The header also prints what one read of the TSC costs: a wrapped call
+# reads it twice, and that cost moves with the machine like the rest.
 #
 # Every batch lasts about WRAPPER_COST_BATCH_US microseconds (default 500),
 # whatever the test: the count of calls per batch is set from the warm-up.
@@ -79,7 +81,8 @@ one() { # mode np what
     [ "$mode" = on ] && pre=(-x LD_PRELOAD="$LIB")
     [ "$mode" = prof ] && pre=(-x LD_PRELOAD="$LIB" -x MPIOVER_PROFILE="$prof")
     mpirun -np "$np" "${pre[@]}" -x MPIOVER_OUT -x MPIOVER_QUIET -x WRAPPER_COST_BATCH_US "$tmp/wrapper_cost" "$what" "$REPS" |
-        awk -v m="$mode" '!/^#/ && NF == 4 { print m, $1, $2, $3, $4 }' >>"$tmp/data"
+        awk -v m="$mode" '!/^#/ && NF == 4 { print m, $1, $2, $3, $4 }
+            $2 == "clock_read_ns" { print m, "clock_read", $3, $3, 0 }' >>"$tmp/data"
     if [ "$mode" = prof ] && ! grep -q '"overhead_s":[0-9]' "$tmp/run/rank-000000.json"; then
         echo "wrapper_cost: the profile was not used (no overhead_s in the record)" >&2
         exit 1
@@ -104,6 +107,7 @@ med() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit } i
 echo "# libmpiover wrapper cost: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores,"
 echo "# $(mpirun --version 2>/dev/null | head -1); $RUNS runs x $REPS repetitions; medians, ns per call"
 echo "# batches of about $WRAPPER_COST_BATCH_US us; load average before: $load0; PMPI_ ns per call in run (the machine's level): $(awk '$1 == "off" && $2 == "iprobe_self" { print $4 }' "$tmp/data" | med) for iprobe_self"
+echo "# one read of the TSC, the interposer's clock: $(awk '$2 == "clock_read" { print $3 }' "$tmp/data" | med) ns (a wrapped call reads it twice)"
 printf '%-16s %11s %11s %11s %11s %11s %11s %11s\n' test without_ns with_ns \
     with_prof_ns added added_prof added_inrun added_prof_inrun
 over=""
