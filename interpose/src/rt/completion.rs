@@ -37,7 +37,7 @@ impl Guard {
         }
         // The posting call's own event was recorded just before.
         let agg = ts.last_event;
-        ts.reqs.insert(ReqInfo {
+        ts.reqs.insert_with(req, persistent, || ReqInfo {
             handle: req,
             comm,
             ra: site,

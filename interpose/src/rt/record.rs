@@ -54,11 +54,12 @@ impl Guard {
             nsend: sat(ev.n_send),
         };
         let prev = ts.last_event;
-        let idx = ts.table.add(&key, dt);
+        let (idx, e) = ts.table.add_entry(&key, dt);
+        let hint = e.map(|e| (e.region_from, e.region_in));
         ts.last_event = idx;
         let opened = ts.region_start.t;
         if opened != 0 {
-            ts.region(prev, idx, ra, ev.fid, t0.wrapping_sub(opened));
+            ts.region(prev, idx, hint, ra, ev.fid, t0.wrapping_sub(opened));
         }
         ts.region_start = RegionStart {
             site: ra,
@@ -86,12 +87,20 @@ impl Guard {
 impl ThreadState {
     /// Adds `dt` to the region from the call of entry `prev` (the region's
     /// start, `region_start`) to this call, of entry `idx` at `to`
-    /// (`to_fid`).
+    /// (`to_fid`); `hint` is that entry's (`region_from`, `region_in`).
     #[inline(always)]
-    fn region(&mut self, prev: usize, idx: usize, to: SiteRef, to_fid: u16, dt: u64) {
-        if let Some(e) = self.table.entries.get(idx) {
-            if e.region_from == prev as u32 {
-                if let Some(r) = self.regions.entries.get_mut(e.region_in as usize) {
+    fn region(
+        &mut self,
+        prev: usize,
+        idx: usize,
+        hint: Option<(u32, u32)>,
+        to: SiteRef,
+        to_fid: u16,
+        dt: u64,
+    ) {
+        if let Some((from, r)) = hint {
+            if from == prev as u32 {
+                if let Some(r) = self.regions.entries.get_mut(r as usize) {
                     r.add(dt);
                     return;
                 }

@@ -104,21 +104,33 @@ impl ReqMap {
         self.slots.as_mut().map(|s| &mut s[i & MASK])
     }
 
-    /// Remembers a post. Inlined into the posting wrappers: no call, and
-    /// the `ReqInfo` is copied once, into its slot.
+    /// Remembers a post. Inlined into the posting wrappers: no call.
     #[inline(always)]
     pub(crate) fn insert(&mut self, r: ReqInfo) {
+        self.insert_with(r.handle, r.persistent, || r)
+    }
+
+    /// Remembers a post of request `handle` (`persistent`), made by `make`
+    /// once its slot is found: the post's fields are written straight into
+    /// the slot, not into a copy first.
+    #[inline(always)]
+    pub(crate) fn insert_with(
+        &mut self,
+        handle: usize,
+        persistent: bool,
+        make: impl FnOnce() -> ReqInfo,
+    ) {
         let Some(slots) = self.slots.as_mut() else {
-            return self.insert_first(r);
+            return self.insert_first(make());
         };
-        let mut i = Self::home(r.handle);
+        let mut i = Self::home(handle);
         for _ in 0..REQ_SLOTS {
             let s = &mut slots[i & MASK];
             if s.handle == 0 {
                 if self.len >= REQ_CAPACITY {
                     return self.full();
                 }
-                *s = r;
+                *s = make();
                 self.len += 1;
                 return;
             }
@@ -129,8 +141,8 @@ impl ReqMap {
             // Each post keeps its own slot and each completion of the handle
             // takes one. Persistent requests are unique: re-posting one
             // (`*_init` again after a free) replaces it.
-            if s.handle == r.handle && (s.persistent || r.persistent) {
-                *s = r;
+            if s.handle == handle && (s.persistent || persistent) {
+                *s = make();
                 return;
             }
             i = (i + 1) & MASK;

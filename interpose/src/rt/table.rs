@@ -62,23 +62,37 @@ impl<S: Stats> Table<S> {
     /// `usize::MAX` when the key was folded into `other`.
     #[inline(always)]
     pub(crate) fn add(&mut self, key: &S::Key, dt: u64) -> usize {
+        self.add_entry(key, dt).0
+    }
+
+    /// As `add`, with the key's entry (none when folded), so that the
+    /// caller reads it without indexing the entries again.
+    #[inline(always)]
+    pub(crate) fn add_entry(&mut self, key: &S::Key, dt: u64) -> (usize, Option<&mut S>) {
         let r = recent_slot(S::site_bits(key));
         let last = self.recent.get(r).copied().unwrap_or(usize::MAX);
-        if let Some(e) = self.entries.get_mut(last) {
-            if e.key() == key {
-                e.add(dt);
-                return last;
+        // The memo's entry is checked first (its index is read before the
+        // entries are borrowed, so that the slow path may borrow them again).
+        let hit = self.entries.get(last).is_some_and(|e| e.key() == key);
+        if !hit {
+            // The key by value: the hot path never needs it in memory.
+            let idx = self.add_slow(*key, dt);
+            if let Some(s) = self.recent.get_mut(r) {
+                *s = idx;
             }
+            return (idx, self.entries.get_mut(idx));
         }
-        let idx = self.add_slow(key, dt);
-        if let Some(s) = self.recent.get_mut(r) {
-            *s = idx;
+        let e = self.entries.get_mut(last);
+        if let Some(e) = e {
+            e.add(dt);
+            return (last, Some(e));
         }
-        idx
+        (last, None)
     }
 
     #[inline(never)]
-    pub(crate) fn add_slow(&mut self, key: &S::Key, dt: u64) -> usize {
+    pub(crate) fn add_slow(&mut self, key: S::Key, dt: u64) -> usize {
+        let key = &key;
         let h = S::hash(key);
         let mask = self.slots.len() - 1;
         let mut i = (h >> self.shift) as usize;

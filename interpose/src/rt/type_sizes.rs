@@ -10,6 +10,9 @@ pub(crate) const TYPE_SLOTS: usize = 64;
 
 pub struct TypeCache {
     pub(crate) epoch: u32,
+    /// The datatype looked up last and its size: a loop's calls mostly use
+    /// one datatype, found here without hashing its handle.
+    pub(crate) last: (usize, u64),
     pub(crate) slots: [(usize, u64); TYPE_SLOTS],
 }
 
@@ -17,6 +20,7 @@ impl TypeCache {
     pub(crate) fn new() -> TypeCache {
         TypeCache {
             epoch: TYPE_EPOCH.load(Relaxed),
+            last: (0, 0),
             slots: [(0, 0); TYPE_SLOTS],
         }
     }
@@ -27,11 +31,17 @@ impl TypeCache {
         let e = TYPE_EPOCH.load(Relaxed);
         if e != self.epoch {
             self.slots = [(0, 0); TYPE_SLOTS];
+            self.last = (0, 0);
             self.epoch = e;
+        }
+        // 0 is an empty entry's handle, never a hit.
+        if self.last.0 == h && h != 0 {
+            return self.last.1;
         }
         let i = ((h >> 4) ^ (h >> 10)) & (TYPE_SLOTS - 1);
         if let Some(s) = self.slots.get(i) {
             if s.0 == h && h != 0 {
+                self.last = *s;
                 return s.1;
             }
         }
@@ -49,6 +59,7 @@ impl TypeCache {
             if let Some(s) = self.slots.get_mut(i) {
                 *s = (dt.bits(), sz);
             }
+            self.last = (dt.bits(), sz);
         }
         sz
     }
