@@ -33,13 +33,21 @@ impl Guard {
 
     /// The snapshot of `n` requests, the `i`-th read by `bits_of(i)`.
     fn snap_with(&mut self, n: i32, present: bool, bits_of: impl Fn(usize) -> usize) {
-        let ts = self.ts();
-        ts.snap.clear();
+        let snap = &mut self.ts().snap;
+        snap.clear();
         if !present || n <= 0 {
             return;
         }
-        ts.snap.reserve(n as usize);
-        ts.snap.extend((0..n as usize).map(bits_of));
+        let n = n as usize;
+        // Grown once to the largest count seen; then a plain copy (an
+        // `extend` set up for long arrays costs more than it copies for
+        // the usual one or two requests).
+        if snap.capacity() < n {
+            snap.reserve(n);
+        }
+        for i in 0..n {
+            snap.push(bits_of(i));
+        }
     }
 
     /// Fortran statuses for `n` requests: the caller's, or the tool's own

@@ -15,8 +15,9 @@ pub struct ThreadState {
     pub(crate) seen: u32,
     /// Set while the thread updates its aggregates (the writer waits a little).
     pub updating: AtomicBool,
-    /// Calls and time per function id.
-    pub funcs: Box<[[u64; 2]]>,
+    /// Calls and time per function id. A fixed-size array: a wrapper's
+    /// constant id needs no bounds check.
+    pub funcs: Box<[[u64; 2]; NFUNCS + 1]>,
     pub table: Table<KeyStats>,
     /// The application's code between MPI calls, per (call, next call).
     pub regions: Table<RegionStats>,
@@ -56,11 +57,14 @@ impl ThreadState {
     #[cold]
     #[inline(never)]
     pub(crate) fn create() -> *mut ThreadState {
+        let Ok(funcs) = vec![[0u64; 2]; NFUNCS + 1].into_boxed_slice().try_into() else {
+            return null_mut();
+        };
         let ts = Box::new(ThreadState {
             next: null_mut(),
             seen: STATE.load(Relaxed),
             updating: AtomicBool::new(false),
-            funcs: vec![[0u64; 2]; NFUNCS + 1].into_boxed_slice(),
+            funcs,
             table: Table::new(MAX_KEYS.load(Relaxed) as usize),
             regions: Table::new(MAX_KEYS.load(Relaxed) as usize),
             region_start: RegionStart::NONE,
