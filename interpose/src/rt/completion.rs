@@ -4,6 +4,7 @@
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
+use super::requests::MASK;
 use super::*;
 
 impl Guard {
@@ -120,67 +121,92 @@ impl Guard {
             return;
         }
         let ts = self.ts();
-        let Some(i) = ts.reqs.find(req) else {
+        // The slots are checked for once, for both the find and the
+        // removal (the map's own `find` and `remove_at` check each time).
+        let Some(slots) = ts.reqs.slots.as_deref_mut() else {
+            return unmatched(ts, ev, req);
+        };
+        let Some(i) = ReqMap::find_in(slots, req) else {
             return unmatched(ts, ev, req);
         };
         // Read in place, no copy of the whole 64-byte slot: the slot is
         // released only once the event has what it needs.
-        let Some(r) = ts.reqs.at(i) else { return };
-        let persistent = r.persistent;
-        if persistent && !r.active {
+        let r = &slots[i & MASK];
+        let (entries, done, comms) = (&ts.table.entries, &mut ts.done, &ts.comms);
+        // One test for the usual request. Only persistent requests can be
+        // inactive or to MPI_PROC_NULL (the others never enter the map), and
+        // only they stay. Both paths inline the merge: a call per request
+        // costs more than the rest of its completion.
+        if !r.persistent {
+            // SAFETY: as this function's (`st`).
+            unsafe { merge_completed(ev, r, st, site, entries, done, comms) };
+            ReqMap::remove_in(slots, &mut ts.reqs.len, i);
+            return;
+        }
+        if !r.active {
             return;
         }
         if !r.proc_null {
-            // The posting key learns this site in the event, unless it
-            // already names it (a loop that completes the same posts at
-            // the same site: every call after the first), when the event
-            // would write what is there. No entry at that index (a folded
-            // key): the event would write nowhere either.
-            if ts
-                .table
-                .entries
-                .get(r.agg)
-                .is_some_and(|e| e.done_ra != site)
-            {
-                ts.done.push((r.agg, r.init_ra, r.fid));
-            }
-            let mut cancelled = false;
-            if r.cancel && !st.is_null() {
-                let mut flag: core::ffi::c_int = 0;
-                // SAFETY: `st` is non-null, so a status MPI filled (this
-                // function's contract); `flag` is a live local.
-                cancelled = unsafe { PMPI_Test_cancelled(st, &mut flag) } == 0 && flag != 0;
-            }
-            if cancelled {
-                merge_done(ev, r, 0, NONE_PEER);
-            } else {
-                let (mut bytes, mut peer) = (r.bytes, r.peer);
-                if r.recv && !st.is_null() {
-                    // SAFETY: `st` is non-null, so a status MPI filled (as above).
-                    if let Some(b) = unsafe { status_bytes(st) } {
-                        bytes = b;
-                    }
-                    if peer == NONE_PEER {
-                        // Posted with MPI_ANY_SOURCE: the status says who, as a
-                        // rank of the posting communicator (translated without
-                        // calling MPI: the communicator may be gone by now).
-                        // SAFETY: as above.
-                        let source = unsafe { status_source(st) };
-                        peer = ts.comms.translate_cached(r.comm, source);
-                    }
-                }
-                merge_done(ev, r, bytes, peer);
-            }
+            // SAFETY: as this function's (`st`).
+            unsafe { merge_completed(ev, r, st, site, entries, done, comms) };
         }
-        if persistent {
-            if let Some(s) = ts.reqs.at_mut(i) {
-                s.active = false;
-                s.cancel = false;
-            }
-        } else {
-            ts.reqs.remove_at(i);
+        let s = &mut slots[i & MASK];
+        s.active = false;
+        s.cancel = false;
+    }
+}
+
+/// Merges completed request `r` (status `st`, completed at `site`) into the
+/// event: what it moved (nothing if cancelled), and its posting key to learn
+/// `site` (`done`, of the thread's table `entries`). `comms` translates the
+/// source of a receive posted with `MPI_ANY_SOURCE`.
+///
+/// # Safety
+/// `st` is null or points to a status MPI filled.
+#[inline(always)]
+unsafe fn merge_completed(
+    ev: &mut Ev,
+    r: &ReqInfo,
+    st: *const MPI_Status,
+    site: SiteRef,
+    entries: &[KeyStats],
+    done: &mut Vec<(usize, SiteRef, u16)>,
+    comms: &CommCache,
+) {
+    // The posting key learns this site in the event, unless it already
+    // names it (a loop that completes the same posts at the same site:
+    // every call after the first), when the event would write what is
+    // there. No entry at that index (a folded key): the event would write
+    // nowhere either.
+    if entries.get(r.agg).is_some_and(|e| e.done_ra != site) {
+        done.push((r.agg, r.init_ra, r.fid));
+    }
+    let mut cancelled = false;
+    if r.cancel && !st.is_null() {
+        let mut flag: core::ffi::c_int = 0;
+        // SAFETY: `st` is non-null, so a status MPI filled (this
+        // function's contract); `flag` is a live local.
+        cancelled = unsafe { PMPI_Test_cancelled(st, &mut flag) } == 0 && flag != 0;
+    }
+    if cancelled {
+        return merge_done(ev, r, 0, NONE_PEER);
+    }
+    let (mut bytes, mut peer) = (r.bytes, r.peer);
+    if r.recv && !st.is_null() {
+        // SAFETY: `st` is non-null, so a status MPI filled (as above).
+        if let Some(b) = unsafe { status_bytes(st) } {
+            bytes = b;
+        }
+        if peer == NONE_PEER {
+            // Posted with MPI_ANY_SOURCE: the status says who, as a rank
+            // of the posting communicator (translated without calling MPI:
+            // the communicator may be gone by now).
+            // SAFETY: as above.
+            let source = unsafe { status_source(st) };
+            peer = comms.translate_cached(r.comm, source);
         }
     }
+    merge_done(ev, r, bytes, peer);
 }
 
 /// A post to or from `MPI_PROC_NULL` (`proc_null`), or any post once the

@@ -63,13 +63,16 @@ pub(crate) const REQ_SLOTS: usize = 1 << 13;
 /// Pending requests one thread's map holds.
 pub const REQ_CAPACITY: usize = REQ_SLOTS * 7 / 8 - 1;
 
+/// A map's slots.
+pub(crate) type Slots = [ReqInfo; REQ_SLOTS];
+
 /// Open addressing, linear probing with backward-shift deletion; a post that
 /// finds the table full is not remembered (its completion then has no
 /// `completes`) and counted in `dropped`.
 pub struct ReqMap {
     /// Allocated at the thread's first post. A fixed-size array, so that an
     /// index masked to `REQ_SLOTS - 1` needs no bounds check on the hot path.
-    pub(crate) slots: Option<Box<[ReqInfo; REQ_SLOTS]>>,
+    pub(crate) slots: Option<Box<Slots>>,
     pub(crate) len: usize,
     /// Posts not remembered because the map was full.
     pub dropped: u64,
@@ -77,7 +80,7 @@ pub struct ReqMap {
 
 /// Every index into the slots is masked with it, so that the compiler sees
 /// it in range: no bounds check, and no panic path, on the hot path.
-const MASK: usize = REQ_SLOTS - 1;
+pub(crate) const MASK: usize = REQ_SLOTS - 1;
 
 impl ReqMap {
     pub(crate) fn new() -> ReqMap {
@@ -93,8 +96,9 @@ impl ReqMap {
         ((h as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 51) as usize & MASK
     }
 
-    /// The slot at `i` (masked), for a caller that got `i` from `find`.
-    #[inline(always)]
+    /// The slot at `i` (masked), for a caller that got `i` from `find`
+    /// (the tests; a completion reads its slots directly).
+    #[cfg(test)]
     pub(crate) fn at(&self, i: usize) -> Option<&ReqInfo> {
         self.slots.as_ref().map(|s| &s[i & MASK])
     }
@@ -169,7 +173,13 @@ impl ReqMap {
 
     #[inline(always)]
     pub(crate) fn find(&self, h: usize) -> Option<usize> {
-        let slots = self.slots.as_ref()?;
+        Self::find_in(self.slots.as_deref()?, h)
+    }
+
+    /// `find` in slots the caller already has (a completion checks that the
+    /// map is allocated once, for the find and the removal).
+    #[inline(always)]
+    pub(crate) fn find_in(slots: &Slots, h: usize) -> Option<usize> {
         if h == 0 {
             return None;
         }
@@ -189,9 +199,15 @@ impl ReqMap {
 
     #[inline(always)]
     pub(crate) fn remove_at(&mut self, i: usize) {
-        let Some(slots) = self.slots.as_mut() else {
+        let Some(slots) = self.slots.as_deref_mut() else {
             return;
         };
+        Self::remove_in(slots, &mut self.len, i);
+    }
+
+    /// `remove_at` in slots the caller already has; `len` is the map's.
+    #[inline(always)]
+    pub(crate) fn remove_in(slots: &mut Slots, len: &mut usize, i: usize) {
         // Backward-shift deletion keeps probe chains intact. Only the
         // handles are read while scanning: a whole slot is copied only when
         // one moves (a collision, rare).
@@ -216,6 +232,8 @@ impl ReqMap {
             }
         }
         slots[i & MASK].handle = 0;
-        self.len = self.len.saturating_sub(1);
+        // `len` counts the occupied slots, this one among them: no
+        // underflow (and a plain decrement, no saturating compare).
+        *len = len.wrapping_sub(1);
     }
 }
