@@ -21,7 +21,11 @@ fn listed(es: &[&ProfileEntry]) -> String {
 
 /// The warnings of a finished run, each with the option that fixes its
 /// cause; empty when the profile is complete and every entry strong.
-pub(crate) fn warnings(prof: &Profile, output: &str) -> Vec<String> {
+/// `host_cpus`: the CPUs the ranks of rank 0's host (the profile's first
+/// host) may run on together, from their affinity (0: unknown): fewer than
+/// the machine's under a cpuset or a container, and what the calibrator
+/// counted when it chose to spin or yield.
+pub(crate) fn warnings(prof: &Profile, output: &str, host_cpus: u32) -> Vec<String> {
     let mut w = Vec::new();
     let budget = prof
         .skipped
@@ -93,15 +97,24 @@ pub(crate) fn warnings(prof: &Profile, output: &str) -> Vec<String> {
     }
     let env = &prof.environment;
     let on_first = env.ranks_per_host.first().copied().unwrap_or(0);
-    if env.cpus > 0 && on_first > env.cpus {
+    let cpus = match (host_cpus, env.cpus) {
+        (0, c) => c,
+        (h, 0) => h,
+        (h, c) => h.min(c),
+    };
+    if cpus > 0 && on_first > cpus {
         w.push(format!(
-            "{on_first} ranks shared the {} CPUs of {}: a rank that waits in an MPI call keeps \
+            "{on_first} ranks shared the {} of {}: a rank that waits in an MPI call keeps \
              its CPU when the library spins while it polls (MPICH's ch4 device does), so a \
              collective ends only once the scheduler has run every rank, calls take time \
              slices (milliseconds) and few samples fit an entry's budget; the profile describes \
              this host's scheduler. For ideal conditions calibrate, and run, at most one rank \
              per CPU",
-            env.cpus,
+            if cpus == 1 {
+                "1 CPU".to_string()
+            } else {
+                format!("{cpus} CPUs")
+            },
             env.hosts.first().map_or("the host", String::as_str)
         ));
     }
@@ -229,6 +242,7 @@ mod tests {
         let w = warnings(
             &profile(vec![entry(16, StopReason::EntryBudget)], None),
             "p.json",
+            0,
         );
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("--entry-budget (now 1.5 s)"), "{w:?}");
@@ -238,6 +252,7 @@ mod tests {
         let w = warnings(
             &profile(vec![entry(16, StopReason::EntryBudget)], Some(90.0)),
             "p",
+            0,
         );
         assert!(w[0].contains("--pace (now 90 s"), "{w:?}");
     }
@@ -251,7 +266,7 @@ mod tests {
             bytes: 1,
             reason: "no valid sample".into(),
         });
-        let w = warnings(&p, "p.json");
+        let w = warnings(&p, "p.json", 0);
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(
             w[0].contains("no valid sample")
@@ -268,7 +283,7 @@ mod tests {
         p.environment.cpus = 2;
         p.environment.ranks_per_host = vec![4];
         p.environment.hosts = vec!["node1".into()];
-        let w = warnings(&p, "p");
+        let w = warnings(&p, "p", 0);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(
             w[0].starts_with("4 ranks shared the 2 CPUs of node1"),
@@ -277,7 +292,24 @@ mod tests {
     }
 
     #[test]
+    fn more_ranks_than_the_cpus_their_affinity_allows_is_said() {
+        // Two ranks on a 2-CPU machine, both allowed only CPU 0 (a cpuset,
+        // or a fake-cluster host): oversubscribed, though the machine is not.
+        let mut p = profile(vec![entry(400, StopReason::Stable)], None);
+        p.environment.cpus = 2;
+        p.environment.ranks_per_host = vec![2];
+        p.environment.hosts = vec!["node1".into()];
+        assert!(warnings(&p, "p", 2).is_empty());
+        let w = warnings(&p, "p", 1);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("2 ranks shared the 1 CPU of node1"),
+            "{w:?}"
+        );
+    }
+
+    #[test]
     fn a_full_profile_says_nothing() {
-        assert!(warnings(&profile(vec![entry(400, StopReason::Stable)], None), "p").is_empty());
+        assert!(warnings(&profile(vec![entry(400, StopReason::Stable)], None), "p", 0).is_empty());
     }
 }

@@ -53,7 +53,8 @@ impl Driver<'_> {
             .map_err(|e| Fail(e.to_string()))?;
         // Said even with --quiet: lookups at holes interpolate over them or
         // are out of range, and weak entries get no clean verdict.
-        for w in crate::advice::warnings(prof, &a.output.display().to_string()) {
+        let host_cpus = self.topo.layout.host_cpus;
+        for w in crate::advice::warnings(prof, &a.output.display().to_string(), host_cpus) {
             eprintln!("mpiover-calibrate: warning: {w}");
         }
         if !a.quiet {
