@@ -142,7 +142,8 @@ fn bad(var: Var, v: &OsStr, expected: &str, fallback: &str) -> BadValue {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
-    /// Per-rank records up to [`LOG_ABOVE`] ranks, the job log above.
+    /// Per-rank records up to MPIOVER_LOG_ABOVE ranks (1024 unless set),
+    /// the job log above.
     #[default]
     Auto,
     /// A rank-NNNNNN.json per rank.

@@ -21,55 +21,17 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::fake_cluster::{cluster_command, cluster_or_skip, launcher};
+use crate::fake_cluster::{cluster_or_skip, record_on};
 use crate::harness::*;
 
-/// `mpiover record --format <format> --profile <profile> -- <launcher>
-/// <program> <args>` with `np` ranks placed by `hosts` (`node1:1,node2:1`),
-/// in `dir/run`.
-#[allow(clippy::too_many_arguments)]
-fn record_on(
-    dir: &Path,
-    vars: &[(String, String)],
-    format: &str,
-    profile: &Path,
-    np: u32,
-    hosts: &str,
-    program: &str,
-    args: &[&str],
-) -> (PathBuf, Outcome) {
-    let run = dir.join("run");
-    let words = launcher(np, hosts, &[]);
-    let mut c = cluster_command(mpiover_bin(), vars);
-    c.args(["record", "--format", format, "--lib"])
-        .arg(lib())
-        .arg("--profile")
-        .arg(profile)
-        .arg("--out")
-        .arg(&run)
-        .arg("--")
-        .args(&words)
-        .arg(example(program))
-        .args(args)
-        .current_dir(dir);
-    let job = format!(
-        "mpiover record --format {format} -- {} {program} {} (fake cluster)",
-        words.join(" "),
-        args.join(" ")
-    );
-    let out = run_locked(c, job, dir);
-    assert_eq!(out.code(), Some(0), "{}", out.dump());
-    (run, out)
-}
-
-/// `mpiover report DIR` as text.
-fn text_report(run: &Path) -> String {
-    let o = Command::new(mpiover_bin())
-        .arg("report")
-        .arg(run)
-        .env_remove("LD_PRELOAD")
-        .output()
-        .expect("mpiover report");
+/// `mpiover report DIR` as text, with `--profile` when given.
+pub(crate) fn text_report(run: &Path, profile: Option<&Path>) -> String {
+    let mut c = Command::new(mpiover_bin());
+    c.arg("report").arg(run);
+    if let Some(p) = profile {
+        c.arg("--profile").arg(p);
+    }
+    let o = c.env_remove("LD_PRELOAD").output().expect("mpiover report");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -96,7 +58,7 @@ fn fake_cluster_late_sender_across_hosts_per_rank_and_in_the_job_log() {
         &dir,
         &vars,
         "both",
-        prof,
+        Some(prof),
         2,
         "node1:1,node2:1",
         "late_sender",
@@ -157,7 +119,7 @@ fn fake_cluster_late_sender_across_hosts_per_rank_and_in_the_job_log() {
 
     // The text report: the hosts in RANKS, and beside both ranks of the
     // wait matrix's row.
-    let text = text_report(&files_only);
+    let text = text_report(&files_only, None);
     let ranks = section(&text, "RANKS");
     for (rank, host) in [("0", "node1"), ("1", "node2")] {
         assert!(
@@ -178,7 +140,7 @@ fn fake_cluster_late_sender_across_hosts_per_rank_and_in_the_job_log() {
     // The same text from the job log, but for the run directory named first.
     let body = |t: &str| t.split_once('\n').map(|(_, b)| b.to_string());
     assert_eq!(
-        body(&text_report(&log_only)),
+        body(&text_report(&log_only, None)),
         body(&text),
         "the job log's text"
     );
@@ -234,7 +196,7 @@ fn cross_host_send_between_the_eager_limits_is_eager_across_hosts_only() {
             &d,
             &vars,
             "per-rank",
-            &prof,
+            Some(&prof),
             2,
             hosts,
             "late_receiver",

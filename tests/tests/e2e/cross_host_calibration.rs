@@ -263,42 +263,19 @@ fn record_and_report(
     profile: &Path,
 ) -> (String, String) {
     let dir = scratch(test);
-    let run = dir.join("run");
-    let words = launcher(np, hosts, &[]);
-    let mut c = cluster_command(mpiover_bin(), vars);
-    c.args(["record", "--lib"])
-        .arg(lib())
-        .arg("--profile")
-        .arg(profile)
-        .arg("--out")
-        .arg(&run)
-        .arg("--")
-        .args(&words)
-        .arg(example("imbalanced_allreduce"))
-        .args(["2", "1"])
-        .current_dir(&dir);
-    let job = format!(
-        "mpiover record --profile -- {} imbalanced_allreduce",
-        words.join(" ")
-    );
-    let out = run_locked(c, job, &dir);
-    assert_eq!(out.code(), Some(0), "{}", out.dump());
-    let rep = Command::new(mpiover_bin())
-        .arg("report")
-        .arg(&run)
-        .arg("--profile")
-        .arg(profile)
-        .env_remove("LD_PRELOAD")
-        .output()
-        .expect("mpiover report");
-    assert!(
-        rep.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rep.stderr)
+    let (run, out) = crate::fake_cluster::record_on(
+        &dir,
+        vars,
+        "auto",
+        Some(profile),
+        np,
+        hosts,
+        "imbalanced_allreduce",
+        &["2", "1"],
     );
     (
         format!("{}{}", out.stdout, out.stderr),
-        String::from_utf8_lossy(&rep.stdout).into_owned(),
+        crate::cross_host::text_report(&run, Some(profile)),
     )
 }
 

@@ -116,30 +116,59 @@ pub fn cluster_command(program: &Path, vars: &[(String, String)]) -> Command {
     c
 }
 
+/// `mpiover record --format <format> [--profile <profile>] -- <launcher>
+/// <program> <args>` with `np` ranks placed by `hosts` (`node1:1,node2:1`),
+/// in `dir/run`.
+#[allow(clippy::too_many_arguments)]
+pub fn record_on(
+    dir: &Path,
+    vars: &[(String, String)],
+    format: &str,
+    profile: Option<&Path>,
+    np: u32,
+    hosts: &str,
+    program: &str,
+    args: &[&str],
+) -> (PathBuf, Outcome) {
+    let run = dir.join("run");
+    let words = launcher(np, hosts, &[]);
+    let mut c = cluster_command(mpiover_bin(), vars);
+    c.args(["record", "--format", format, "--lib"]).arg(lib());
+    if let Some(p) = profile {
+        c.arg("--profile").arg(p);
+    }
+    c.arg("--out")
+        .arg(&run)
+        .arg("--")
+        .args(&words)
+        .arg(example(program))
+        .args(args)
+        .current_dir(dir);
+    let job = format!(
+        "mpiover record --format {format} -- {} {program} {} (fake cluster)",
+        words.join(" "),
+        args.join(" ")
+    );
+    let out = run_locked(c, job, dir);
+    assert_eq!(out.code(), Some(0), "{}", out.dump());
+    (run, out)
+}
+
 /// `mpiover record --format <format> -- <launcher> (4 ranks, 2 on node1 and
 /// 2 on node2) imbalanced_allreduce 10 20`: the last rank sleeps 20 ms more
 /// per iteration.
 fn record(test: &str, format: &str, vars: &[(String, String)]) -> (PathBuf, Outcome) {
     let dir = scratch(test);
-    let run = dir.join("run");
-    let words = launcher(4, "node1:2,node2:2", &[]);
-    let mut c = cluster_command(mpiover_bin(), vars);
-    c.args(["record", "--format", format, "--lib"])
-        .arg(lib())
-        .arg("--out")
-        .arg(&run)
-        .arg("--")
-        .args(&words)
-        .arg(example("imbalanced_allreduce"))
-        .args(["10", "20"])
-        .current_dir(&dir);
-    let job = format!(
-        "mpiover record --format {format} -- {} imbalanced_allreduce 10 20 (fake cluster)",
-        words.join(" ")
-    );
-    let out = run_locked(c, job, &dir);
-    assert_eq!(out.code(), Some(0), "{}", out.dump());
-    (run, out)
+    record_on(
+        &dir,
+        vars,
+        format,
+        None,
+        4,
+        "node1:2,node2:2",
+        "imbalanced_allreduce",
+        &["10", "20"],
+    )
 }
 
 #[test]
