@@ -34,17 +34,39 @@ pub const MPICH_CH3_EAGER_CVARS: &[&str] = &[
 /// (`MPI_Get_library_version`); every known one when the string says
 /// neither library nor device.
 pub fn eager_cvars(version: &str) -> Vec<&'static str> {
-    if version.contains("Open MPI") {
-        return OPEN_MPI_EAGER_CVARS.to_vec();
+    match Library::of(version) {
+        Library::OpenMpi => OPEN_MPI_EAGER_CVARS.to_vec(),
+        Library::MpichCh4 => MPICH_CH4_EAGER_CVARS.to_vec(),
+        Library::MpichCh3 => MPICH_CH3_EAGER_CVARS.to_vec(),
+        Library::Unknown => [OPEN_MPI_EAGER_CVARS, MPICH_CH3_EAGER_CVARS].concat(),
     }
-    let device = version
-        .lines()
-        .find_map(|l| l.trim_start().strip_prefix("MPICH Device:"))
-        .map(str::trim);
-    match device {
-        Some(d) if d.starts_with("ch4") => MPICH_CH4_EAGER_CVARS.to_vec(),
-        Some(d) if d.starts_with("ch3") => MPICH_CH3_EAGER_CVARS.to_vec(),
-        _ => [OPEN_MPI_EAGER_CVARS, MPICH_CH3_EAGER_CVARS].concat(),
+}
+
+/// The library (and MPICH's device) a version string
+/// (`MPI_Get_library_version`) names, as far as the control variables to
+/// ask depend on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Library {
+    OpenMpi,
+    MpichCh4,
+    MpichCh3,
+    Unknown,
+}
+
+impl Library {
+    fn of(version: &str) -> Library {
+        if version.contains("Open MPI") {
+            return Library::OpenMpi;
+        }
+        let device = version
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix("MPICH Device:"))
+            .map(str::trim);
+        match device {
+            Some(d) if d.starts_with("ch4") => Library::MpichCh4,
+            Some(d) if d.starts_with("ch3") => Library::MpichCh3,
+            _ => Library::Unknown,
+        }
     }
 }
 
@@ -82,16 +104,10 @@ pub const MPICH_CH3_CROSS_HOST_EAGER_CVARS: &[&str] = &["MPIR_CVAR_CH3_EAGER_MAX
 /// The control variables to ask for the limit between hosts, given the
 /// library's version string; none when it says neither library nor device.
 pub fn cross_host_eager_cvars(version: &str) -> Vec<&'static str> {
-    if version.contains("Open MPI") {
-        return OPEN_MPI_CROSS_HOST_EAGER_CVARS.to_vec();
-    }
-    let device = version
-        .lines()
-        .find_map(|l| l.trim_start().strip_prefix("MPICH Device:"))
-        .map(str::trim);
-    match device {
-        Some(d) if d.starts_with("ch3") => MPICH_CH3_CROSS_HOST_EAGER_CVARS.to_vec(),
-        _ => Vec::new(),
+    match Library::of(version) {
+        Library::OpenMpi => OPEN_MPI_CROSS_HOST_EAGER_CVARS.to_vec(),
+        Library::MpichCh3 => MPICH_CH3_CROSS_HOST_EAGER_CVARS.to_vec(),
+        Library::MpichCh4 | Library::Unknown => Vec::new(),
     }
 }
 

@@ -314,6 +314,10 @@ fn cross_host_profile_of_one_host_for_two_and_the_reverse_is_flagged() {
         rec.contains("two-hosts.json"),
         "record does not name the profile:\n{rec}"
     );
+    assert!(
+        rep.contains("two-hosts.json") && rep.contains("does NOT match"),
+        "{rep}"
+    );
     // The same layout as measured is not flagged.
     let (rec, rep) = record_and_report(&format!("{test}-2to2"), &vars, 4, "node1:2,node2:2", &two);
     assert!(
