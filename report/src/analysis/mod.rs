@@ -38,8 +38,6 @@ use crate::tmax::TmaxSource;
 mod assemble;
 mod causes;
 #[cfg(test)]
-mod causes_tests;
-#[cfg(test)]
 mod job_log_tests;
 mod late;
 mod load;

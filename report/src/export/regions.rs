@@ -137,6 +137,7 @@ pub(crate) mod tests {
             share: 0.9,
             via: vec![],
         }]);
+        r.sites[0].root_causes_share = Some(0.9);
         r.regions = vec![crate::model::RegionReport {
             region,
             ranks: 4,

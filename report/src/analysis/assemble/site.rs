@@ -113,6 +113,7 @@ pub(crate) fn build_site(
         posted_at: posted_at(&acc),
         waited_for: waited_for(&acc, ovh),
         root_causes: None,
+        root_causes_share: None,
         completed_at: top_keys(&acc.completed_at, usize::MAX),
         tmax_composed: top_keys(&acc.composed, 8)
             .into_iter()

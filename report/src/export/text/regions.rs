@@ -8,6 +8,9 @@ use crate::export::TOP_REGIONS;
 
 /// Root causes shown per site (the JSON and HTML have all).
 const CAUSES_SHOWN: usize = 3;
+/// The part of a site's overhead left unexplained from which the text says
+/// so: below it, the causes are the answer.
+const UNEXPLAINED_SHOWN: f64 = 0.2;
 
 /// Under a significant site with a wait state: why its late ranks were
 /// late, one line per root cause.
@@ -16,16 +19,16 @@ pub(super) fn cause_lines(o: &mut String, c: &Ctx, site: &SiteReport) {
         return;
     };
     let p = site.position;
-    if causes.is_empty() {
-        // Without regions in the records there was nothing to compare.
-        if !c.r.regions.is_empty() && !site.late_ranks.is_empty() {
-            let _ = writeln!(
-                o,
-                "  #{p} root cause: none stands out (no region of the late ranks took clearly longer \
-                 than the waiting ranks')"
-            );
-        }
+    // Without regions in the records there was nothing to compare.
+    if c.r.regions.is_empty() || site.late_ranks.is_empty() {
         return;
+    }
+    if causes.is_empty() {
+        let _ = writeln!(
+            o,
+            "  #{p} root cause: none stands out (no late rank's code since it last met the \
+             waiting ranks took clearly longer than theirs)"
+        );
     }
     for rc in causes.iter().take(CAUSES_SHOWN) {
         let _ = writeln!(o, "  #{p} root cause: {}", cause(rc, c.shorts));
@@ -37,6 +40,32 @@ pub(super) fn cause_lines(o: &mut String, c: &Ctx, site: &SiteReport) {
             causes.len() - CAUSES_SHOWN
         );
     }
+    unexplained_line(o, site);
+}
+
+/// What the causes leave unexplained, when it is a fifth of the overhead
+/// or more: waiting that no late rank's extra work accounts for.
+fn unexplained_line(o: &mut String, site: &SiteReport) {
+    let (Some(share), Some(overhead)) = (site.root_causes_share, site.overhead_s) else {
+        return;
+    };
+    let rest = (1.0 - share).max(0.0);
+    if rest < UNEXPLAINED_SHOWN {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "  #{} {} of the overhead ({}) is not extra work of a late rank: waiting that the order \
+         of the program's dependencies builds in (a pipeline filling and draining, a chain of \
+         messages), or work between MPI calls that the ranks did not do alike in every pass",
+        site.position,
+        if share > 0.0 {
+            format!("the other {}", pct(rest))
+        } else {
+            pct(rest)
+        },
+        secs(overhead * rest)
+    );
 }
 
 /// Load imbalance per region: the slowest rank's time in it against the
@@ -99,8 +128,11 @@ pub(super) fn methods_line(o: &mut String, c: &Ctx) {
     }
     let _ = writeln!(
         o,
-        "  Root causes  a late rank's time between two MPI calls against the waiting ranks' (median), \
-         summed over the run; named when at least {} longer and explaining at least {} of the overhead",
+        "  Root causes  a late rank's code since it last met the waiting ranks (a collective, a \
+         completed message), up to the call they waited for, against theirs up to the wait (median, \
+         per pass); chains of waits followed only through ranks outside the waiting ones; a region \
+         named when at least {} longer and explaining at least {} of the overhead; causes add up \
+         to at most the site's overhead",
         pct(crate::analysis::CAUSE_OF_REFERENCE),
         pct(crate::analysis::CAUSE_OF_OVERHEAD)
     );
@@ -127,6 +159,18 @@ mod tests {
             ),
             "{out}"
         );
+        // Nine tenths explained: nothing more to say.
+        assert!(!out.contains("#1 the other"), "{out}");
+        // A third explained: the rest is said, in share and seconds.
+        r.sites[0].root_causes_share = Some(1.0 / 3.0);
+        let overhead = r.sites[0].overhead_s.unwrap();
+        let out = text(&r);
+        let rest = format!(
+            "  #1 the other 67 % of the overhead ({}) is not extra work of a late rank",
+            crate::units::secs(overhead * 2.0 / 3.0)
+        );
+        assert!(out.contains(&rest), "{rest}\n{out}");
+        r.sites[0].root_causes_share = Some(0.9);
         // At most three, and how many more.
         let c = r.sites[0].root_causes.as_ref().unwrap()[0].clone();
         r.sites[0].root_causes = Some(vec![c; 5]);
@@ -139,7 +183,13 @@ mod tests {
         // None found: said, when the records had regions to compare.
         r.sites[0].significant = true;
         r.sites[0].root_causes = Some(Vec::new());
-        assert!(text(&r).contains("  #1 root cause: none stands out"));
+        r.sites[0].root_causes_share = Some(0.0);
+        let out = text(&r);
+        assert!(out.contains("  #1 root cause: none stands out"), "{out}");
+        assert!(
+            out.contains("  #1 100 % of the overhead ("),
+            "none explained: all of it said\n{out}"
+        );
         r.regions.clear();
         assert!(!text(&r).contains("root cause"));
     }
@@ -178,7 +228,7 @@ mod tests {
                 "300 ms"
             ]
         );
-        assert!(out.contains("  Root causes  a late rank's time between two MPI calls"));
+        assert!(out.contains("  Root causes  a late rank's code since it last met the waiting ranks"));
         // Every rank passes through it: no note on regions of fewer ranks.
         assert!(!out.contains("Ranks below"));
         r.regions[0].ranks = 2;

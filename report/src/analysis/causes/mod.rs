@@ -1,0 +1,350 @@
+//! Root causes: why the ranks a site waited for were late, from the regions
+//! (the application's code between two MPI calls) alone, without traces
+//! (`docs/method.md`, "Root causes").
+//!
+//! For a site X with a wait state, waiting ranks W and a late rank l, the
+//! call of l that the waiting ranks waited for is its *matching call*: X
+//! itself for a collective, l's send to a waiting rank for a late sender,
+//! its receive from one for a late receiver. l's lateness is the code it
+//! ran since it last met W, up to that call: the *stretch*, walked back
+//! through the regions ([`stretch`]). Its time per pass is compared with
+//! the waiting ranks' own stretch up to X since they last met l; the
+//! difference, over the passes both made, explains the wait, and the
+//! regions of the stretch that hold it are the causes. Where l's stretch
+//! began at a wait of its own for a rank outside W, the same is asked of
+//! that wait, and the ranks it passes through are kept in `via`: a chain
+//! names its origin. The causes of one question never claim more than it
+//! asked, so a site's causes add up to at most its overhead.
+
+use mpiover_aggregate::RegionId;
+
+use super::assemble::Built;
+use super::*;
+
+mod index;
+mod stretch;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use index::{region_reports, sort_rows, RegionIndex};
+use index::{median, region_ref};
+use stretch::{stretch, Sites, Stretch, Walk};
+
+/// How far lateness is followed back through ranks that waited themselves.
+const MAX_DEPTH: usize = 4;
+/// Root causes kept per site.
+const MAX_CAUSES: usize = 5;
+/// Waiting ranks whose stretches make the reference: the median of a
+/// sample this large, evenly spaced over the ranks, is the median of all
+/// within a few percent, and a site of a 100,000-rank job costs no more.
+const MAX_REFERENCE_RANKS: usize = 64;
+/// Noise: an excess below this part of the waiting ranks' own time in the
+/// region, or explaining less than this part of the overhead asked about,
+/// is not a cause.
+pub(crate) const OF_REFERENCE: f64 = 0.05;
+pub(crate) const OF_OVERHEAD: f64 = 0.05;
+
+/// One question: why was `late` late to `waiting` at site `x`? `cap` is the
+/// most of the asked site's overhead an answer can explain: all of it at
+/// first, along a chain no more than each rank passed on waited itself.
+struct Question<'q> {
+    x: usize,
+    late: u32,
+    waiting: &'q [u32],
+    cap: f64,
+    via: Vec<u32>,
+    depth: usize,
+}
+
+/// A cause found, with the seconds of the asked site's overhead it explains.
+struct Found {
+    cause: RootCause,
+    explained: f64,
+}
+
+/// The waiting side of a question: each sampled waiting rank's stretch up
+/// to X since it last met the late rank, per pass.
+struct Reference {
+    /// (rank, the rank's passes, its time per pass)
+    ranks: Vec<(u32, u64, f64)>,
+    per_pass: f64,
+    entries: f64,
+}
+
+struct Explainer<'e> {
+    sites: &'e Sites<'e>,
+    index: &'e RegionIndex<'e>,
+    asked: Vec<(usize, u32)>,
+}
+
+fn sample(ranks: &[u32]) -> Vec<u32> {
+    if ranks.len() <= MAX_REFERENCE_RANKS {
+        return ranks.to_vec();
+    }
+    (0..MAX_REFERENCE_RANKS)
+        .map(|i| ranks[i * ranks.len() / MAX_REFERENCE_RANKS])
+        .collect()
+}
+
+impl Explainer<'_> {
+    fn reference(&self, q: &Question) -> Reference {
+        let to = &self.sites.built[q.x].key;
+        let late = [q.late];
+        let ranks: Vec<(u32, u64, f64)> = sample(q.waiting)
+            .into_iter()
+            .filter_map(|w| {
+                let walk = Walk {
+                    rank: w,
+                    others: &late,
+                    wait_floor: f64::INFINITY,
+                };
+                let s = stretch(&self.sites, self.index, to, &walk);
+                Some((w, s.entries, s.per_pass()?))
+            })
+            .collect();
+        Reference {
+            per_pass: median(ranks.iter().map(|r| r.2).collect()),
+            entries: median(ranks.iter().map(|r| r.1 as f64).collect()),
+            ranks,
+        }
+    }
+
+    /// The regions of the late rank's stretch that hold its excess per pass
+    /// `e` over the waiting ranks, with their part of `explained`.
+    fn regions_of(
+        &self,
+        q: &Question,
+        s: &Stretch,
+        reference: &Reference,
+        explained: f64,
+    ) -> Vec<Found> {
+        // Per region: the late rank's time per pass against the waiting
+        // ranks' in the same code (none when they never ran it).
+        let per_region: Vec<(&RegionId, f64, f64)> = s
+            .regions
+            .iter()
+            .filter_map(|&id| {
+                let t = self.index.time(id, q.late)? / s.entries as f64;
+                let theirs = median(
+                    reference
+                        .ranks
+                        .iter()
+                        .filter_map(|&(w, n, _)| Some(self.index.time(id, w)? / n.max(1) as f64))
+                        .collect(),
+                );
+                Some((id, t - theirs, theirs))
+            })
+            .collect();
+        let positive: f64 = per_region.iter().map(|r| r.1.max(0.0)).sum();
+        if positive <= 0.0 {
+            return Vec::new();
+        }
+        per_region
+            .into_iter()
+            .filter(|&(_, x, theirs)| x > 0.0 && x >= OF_REFERENCE * theirs)
+            .map(|(id, x, _)| Found {
+                cause: RootCause {
+                    rank: q.late,
+                    region: region_ref(id),
+                    excess_s: x * s.entries as f64,
+                    share: 0.0,
+                    via: q.via.clone(),
+                },
+                explained: explained * x / positive,
+            })
+            .filter(|f| f.explained >= OF_OVERHEAD * q.cap)
+            .collect()
+    }
+
+    fn explain(&mut self, q: Question) -> Vec<Found> {
+        if self.asked.contains(&(q.x, q.late)) || q.cap <= 0.0 {
+            return Vec::new();
+        }
+        self.asked.push((q.x, q.late));
+        let reference = self.reference(&q);
+        let mut found = Vec::new();
+        let mut waits: Vec<usize> = Vec::new();
+        for m in self.sites.matching(q.x, q.late, q.waiting) {
+            let walk = Walk {
+                rank: q.late,
+                others: q.waiting,
+                wait_floor: OF_OVERHEAD * q.cap,
+            };
+            let s = stretch(&self.sites, self.index, &self.sites.built[m].key, &walk);
+            for &a in &s.waits {
+                if !waits.contains(&a) {
+                    waits.push(a);
+                }
+            }
+            let Some(mine) = s.per_pass() else {
+                continue;
+            };
+            let e = mine - reference.per_pass;
+            if e <= 0.0 || e < OF_REFERENCE * reference.per_pass {
+                continue;
+            }
+            // The passes both sides made: a call after a loop is not
+            // charged the loop's passes through the same send.
+            let passes = (s.entries as f64).min(reference.entries.max(1.0));
+            let explained = (e * passes * q.waiting.len() as f64).min(q.cap);
+            found.extend(self.regions_of(&q, &s, &reference, explained));
+        }
+        if q.depth < MAX_DEPTH {
+            found.extend(self.chains(&q, &waits));
+        }
+        // Shares add up: what one question's answers explain together is at
+        // most what it asked.
+        let total: f64 = found.iter().map(|f| f.explained).sum();
+        if total > q.cap {
+            for f in &mut found {
+                f.explained *= q.cap / total;
+            }
+        }
+        found
+    }
+
+    /// The late rank waited itself where its stretch began, for a rank
+    /// outside the waiting ones: why was that rank late? Only what the late
+    /// rank waited there beyond the waiting ranks (when they sat in the same
+    /// call, e.g. a collective) made it late to them, and a rank it waited
+    /// for that is among them, or already in the chain, met them there: no
+    /// lateness passes back through it.
+    fn chains(&mut self, q: &Question, waits: &[usize]) -> Vec<Found> {
+        let mut found = Vec::new();
+        for &a in waits {
+            let theirs = median(
+                q.waiting
+                    .iter()
+                    .map(|&w| self.sites.overhead_of(a, w))
+                    .collect(),
+            );
+            let own = self.sites.overhead_of(a, q.late) - theirs;
+            if own <= 0.0 || own < OF_OVERHEAD * q.cap {
+                continue;
+            }
+            let mut via = q.via.clone();
+            via.push(q.late);
+            for l2 in self.sites.waited_for_at(a, q.late) {
+                if via.contains(&l2) || q.waiting.contains(&l2) {
+                    continue;
+                }
+                found.extend(self.explain(Question {
+                    x: a,
+                    late: l2,
+                    waiting: &[q.late],
+                    cap: own.min(q.cap),
+                    via: via.clone(),
+                    depth: q.depth + 1,
+                }));
+            }
+        }
+        found
+    }
+}
+
+/// The causes of one site: every late rank asked with its part of the
+/// overhead, duplicates merged, the largest share first.
+fn causes_of<'e>(sites: &'e Sites<'e>, index: &'e RegionIndex<'e>, x: usize) -> Vec<RootCause> {
+    let b = &sites.built[x];
+    let site_overhead = b.report.overhead_s.unwrap_or(0.0);
+    let mut ex = Explainer {
+        sites,
+        index,
+        asked: Vec::new(),
+    };
+    let late = &b.report.late_ranks;
+    // Every rank that waited here, late ones included: in a symmetric
+    // exchange each rank waits for some and is late to others.
+    let waited: Vec<u32> = b
+        .acc
+        .per_rank
+        .iter()
+        .filter(|r| r.overhead.unwrap_or(0.0) > 0.0)
+        .map(|r| r.rank)
+        .collect();
+    // Two late ranks share the site's overhead by what each is charged
+    // (`late_ranks_s`), so that their causes do not both claim all of it.
+    let weights = &b.report.late_ranks_s;
+    let total: f64 = weights.iter().sum();
+    let mut found: Vec<Found> = Vec::new();
+    for (i, &l) in late.iter().enumerate() {
+        let mine: Vec<u32> = waited.iter().copied().filter(|&w| w != l).collect();
+        // A late peer's own waiting ranks, when the site knows them.
+        let theirs: Vec<u32> = mine
+            .iter()
+            .copied()
+            .filter(|&w| sites.has_pair(x, w, l))
+            .collect();
+        let waiting = if theirs.is_empty() { &mine } else { &theirs };
+        if waiting.is_empty() {
+            continue;
+        }
+        let part = match weights.get(i) {
+            Some(&w) if total > 0.0 && w > 0.0 => w / total,
+            _ => 1.0 / late.len() as f64,
+        };
+        found.extend(ex.explain(Question {
+            x,
+            late: l,
+            waiting,
+            cap: site_overhead * part,
+            via: Vec::new(),
+            depth: 0,
+        }));
+    }
+    let mut causes: Vec<RootCause> = Vec::new();
+    for f in found {
+        let share = if site_overhead > 0.0 {
+            f.explained / site_overhead
+        } else {
+            0.0
+        };
+        // One region of one rank reached along two paths is one cause.
+        match causes
+            .iter_mut()
+            .find(|c| c.rank == f.cause.rank && c.region == f.cause.region)
+        {
+            Some(c) => {
+                c.share += share;
+                c.excess_s = c.excess_s.max(f.cause.excess_s);
+            }
+            None => causes.push(RootCause { share, ..f.cause }),
+        }
+    }
+    for c in &mut causes {
+        c.share = c.share.min(1.0);
+    }
+    causes.sort_by(|a, b| {
+        b.share
+            .total_cmp(&a.share)
+            .then(b.excess_s.total_cmp(&a.excess_s))
+            .then(a.rank.cmp(&b.rank))
+    });
+    causes.truncate(MAX_CAUSES);
+    causes
+}
+
+/// Fills `root_causes` of every site with a wait state, and the part of
+/// its overhead they explain.
+pub(crate) fn root_causes(
+    built: &mut [Built],
+    index: &RegionIndex,
+    wait: &HashMap<(u32, u32), PeerAcc>,
+) {
+    let mut found: Vec<(usize, Vec<RootCause>)> = Vec::new();
+    {
+        let by_key: HashMap<&SiteKey, usize> =
+            built.iter().enumerate().map(|(i, b)| (&b.key, i)).collect();
+        let sites = Sites::new(built, &by_key, wait);
+        for (x, b) in built.iter().enumerate() {
+            if b.report.wait_state.is_some() {
+                found.push((x, causes_of(&sites, index, x)));
+            }
+        }
+    }
+    for (x, causes) in found {
+        let explained = causes.iter().map(|c| c.share).fold(0.0, |a, b| a + b);
+        built[x].report.root_causes_share = Some(explained.min(1.0));
+        built[x].report.root_causes = Some(causes);
+    }
+}

@@ -1,0 +1,255 @@
+//! The stretch of a rank's own code since it last met the ranks it is
+//! compared with: walked back through the regions from a call until the
+//! calls at which the two sides synchronized (`docs/method.md`, "Root
+//! causes").
+//!
+//! Regions chain: the call that closes one opens the next. From a call M,
+//! the regions that ended at M are part of the stretch; each was opened by a
+//! call F, and the walk goes on through the regions that ended at F unless F
+//! is where the rank met the others (a collective they took part in, a
+//! message between them that completed) or where it waited for a rank
+//! outside them (there the lateness came from that rank, and the chain
+//! follows it). Posts, polls and calls that did not wait are passed through:
+//! the code on both sides of them is one stretch.
+
+use mpiover_aggregate::RegionId;
+use mpiover_common::functions::catalogue::{self, Direction, EventClass};
+
+use super::super::assemble::Built;
+use super::super::*;
+use super::index::RegionIndex;
+
+/// What the analysis reads of the sites.
+pub(super) struct Sites<'b> {
+    pub(super) built: &'b [Built],
+    pub(super) by_key: &'b HashMap<&'b SiteKey, usize>,
+    pub(super) wait: &'b HashMap<(u32, u32), PeerAcc>,
+    /// Per completion site, the posts whose requests it completed.
+    completed: Vec<Vec<usize>>,
+}
+
+impl<'b> Sites<'b> {
+    pub(super) fn new(
+        built: &'b [Built],
+        by_key: &'b HashMap<&'b SiteKey, usize>,
+        wait: &'b HashMap<(u32, u32), PeerAcc>,
+    ) -> Sites<'b> {
+        // Posts name their completions by line (`completed_at`).
+        let mut by_line: HashMap<String, Vec<usize>> = HashMap::default();
+        for (i, b) in built.iter().enumerate() {
+            by_line.entry(b.key.loc.display()).or_default().push(i);
+        }
+        let mut completed = vec![Vec::new(); built.len()];
+        for (p, b) in built.iter().enumerate() {
+            for line in b.acc.completed_at.keys() {
+                for &c in by_line.get(line).map_or(&[][..], |v| v.as_slice()) {
+                    completed[c].push(p);
+                }
+            }
+        }
+        Sites {
+            built,
+            by_key,
+            wait,
+            completed,
+        }
+    }
+
+    fn row(&self, site: usize, rank: u32) -> Option<&RankSite> {
+        let rows = &self.built[site].acc.per_rank;
+        rows.binary_search_by_key(&rank, |r| r.rank)
+            .ok()
+            .map(|i| &rows[i])
+    }
+
+    pub(super) fn overhead_of(&self, site: usize, rank: u32) -> f64 {
+        self.row(site, rank)
+            .and_then(|r| r.overhead)
+            .unwrap_or(0.0)
+    }
+
+    pub(super) fn has_pair(&self, site: usize, rank: u32, peer: u32) -> bool {
+        self.built[site].acc.pairs.contains_key(&(rank, peer))
+    }
+
+    /// The calls of `late` that the ranks `waiting` waited for at site `x`.
+    pub(super) fn matching(&self, x: usize, late: u32, waiting: &[u32]) -> Vec<usize> {
+        let want = match self.built[x].report.wait_state {
+            Some(WaitState::LateSender) => Direction::Send,
+            Some(WaitState::LateReceiver) => Direction::Recv,
+            _ => return vec![x],
+        };
+        (0..self.built.len())
+            .filter(|&s| {
+                let dir = catalogue::get(&self.built[s].key.mpi).map(|f| f.direction);
+                (dir == Some(want) || dir == Some(Direction::Both))
+                    && waiting.iter().any(|&w| self.has_pair(s, late, w))
+            })
+            .collect()
+    }
+
+    /// The ranks `rank` waited for at site `a`.
+    pub(super) fn waited_for_at(&self, a: usize, rank: u32) -> Vec<u32> {
+        let b = &self.built[a];
+        match b.report.wait_state {
+            Some(WaitState::LateSender | WaitState::LateReceiver) => {
+                let mut q: Vec<u32> = b
+                    .acc
+                    .pairs
+                    .keys()
+                    .filter(|(r, p)| *r == rank && *p != rank)
+                    .map(|&(_, p)| p)
+                    .filter(|&p| {
+                        self.wait
+                            .get(&(rank, p))
+                            .is_some_and(|c| c.overhead.get() > 0.0)
+                    })
+                    .collect();
+                q.sort_unstable();
+                q.dedup();
+                q
+            }
+            Some(_) => b
+                .report
+                .late_ranks
+                .iter()
+                .copied()
+                .filter(|&q| q != rank)
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Whether `rank` met one of `others` at site `f`: a blocking collective
+    /// they made too, a blocking send or receive between them, or a
+    /// blocking completion of requests posted to or from them (or of a
+    /// non-blocking collective they took part in). An eager send counts as
+    /// a meeting although it need not have waited for its receiver: the
+    /// records keep no per-message timing to tell (`docs/method.md`).
+    fn met(&self, f: usize, rank: u32, others: &[u32]) -> bool {
+        let Some(func) = catalogue::get(&self.built[f].key.mpi) else {
+            return false;
+        };
+        match func.class {
+            EventClass::CollectiveNxN
+            | EventClass::Barrier
+            | EventClass::CollectiveOneToN
+            | EventClass::CollectiveNToOne
+            | EventClass::CollectiveScan => others.iter().any(|&w| self.row(f, w).is_some()),
+            EventClass::Send | EventClass::Recv | EventClass::SendRecv | EventClass::Probe => {
+                others.iter().any(|&w| self.has_pair(f, rank, w))
+            }
+            EventClass::Completion if func.completion.is_some_and(|c| c.blocks) => {
+                self.completed[f].iter().any(|&p| {
+                    let collective = func_is_collective(&self.built[p].key.mpi);
+                    others.iter().any(|&w| {
+                        self.has_pair(p, rank, w) || (collective && self.row(p, w).is_some())
+                    })
+                })
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a call at site `f` can wait for another rank.
+    fn blocks(&self, f: usize) -> bool {
+        catalogue::get(&self.built[f].key.mpi).is_some_and(|func| match func.class {
+            EventClass::Post | EventClass::Poll => false,
+            EventClass::Completion => func.completion.is_some_and(|c| c.blocks),
+            _ => true,
+        })
+    }
+}
+
+fn func_is_collective(mpi: &str) -> bool {
+    catalogue::get(mpi).is_some_and(|f| f.scope == catalogue::Scope::Collective)
+}
+
+/// One rank's stretch up to a call.
+pub(super) struct Stretch<'a> {
+    /// Its regions, each once, in the order the walk met them.
+    pub(super) regions: Vec<&'a RegionId>,
+    /// The rank's time in them, summed over the run.
+    pub(super) time: f64,
+    /// How many times the rank entered the stretch: the passes of its
+    /// regions that a boundary opened. Times per pass compare stretches
+    /// run a different number of times (a call after a loop with one in it).
+    pub(super) entries: u64,
+    /// Where it began at a call that waited for a rank outside the others:
+    /// the chain of waits goes on from there.
+    pub(super) waits: Vec<usize>,
+}
+
+impl Stretch<'_> {
+    pub(super) fn per_pass(&self) -> Option<f64> {
+        (self.entries > 0).then(|| self.time / self.entries as f64)
+    }
+}
+
+/// How to walk: with whom the rank is compared, and from what own overhead
+/// at a call that call counts as a wait for a third rank (infinite: never,
+/// for the waiting side).
+pub(super) struct Walk<'w> {
+    pub(super) rank: u32,
+    pub(super) others: &'w [u32],
+    pub(super) wait_floor: f64,
+}
+
+/// Regions visited at most, per stretch: a bound for programs whose regions
+/// form large graphs without meeting points (then the stretch is cut, and
+/// the comparison covers what was walked).
+const MAX_REGIONS: usize = 256;
+
+pub(super) fn stretch<'a>(
+    sites: &Sites,
+    index: &RegionIndex<'a>,
+    to: &SiteKey,
+    walk: &Walk,
+) -> Stretch<'a> {
+    let mut s = Stretch {
+        regions: Vec::new(),
+        time: 0.0,
+        entries: 0,
+        waits: Vec::new(),
+    };
+    let mut seen: Vec<&SiteKey> = vec![to];
+    let mut frontier: Vec<&SiteKey> = vec![to];
+    let mut last_entries = 0;
+    while let Some(at) = frontier.pop() {
+        for &id in index.ending_at(at) {
+            let Some(row) = index.row(id, walk.rank) else {
+                continue;
+            };
+            if s.regions.len() >= MAX_REGIONS {
+                break;
+            }
+            s.regions.push(id);
+            s.time += row.time;
+            if at == to {
+                last_entries += row.count;
+            }
+            let Some(&f) = sites.by_key.get(&id.from) else {
+                // A call the report has no site for (`MPI_Init`): a start.
+                s.entries += row.count;
+                continue;
+            };
+            if sites.met(f, walk.rank, walk.others) {
+                s.entries += row.count;
+            } else if sites.blocks(f) && sites.overhead_of(f, walk.rank) >= walk.wait_floor {
+                s.entries += row.count;
+                if !s.waits.contains(&f) {
+                    s.waits.push(f);
+                }
+            } else if !seen.contains(&&id.from) {
+                seen.push(&id.from);
+                frontier.push(&id.from);
+            }
+        }
+    }
+    // A stretch without a boundary (a loop of posts and polls): its passes
+    // are the calls it led to.
+    if s.entries == 0 {
+        s.entries = last_entries;
+    }
+    s
+}
