@@ -32,6 +32,7 @@ mod python;
 mod record_format;
 mod report;
 mod robustness;
+mod root_cause_stretch;
 mod root_causes;
 mod srun;
 mod tail_call;

@@ -26,9 +26,9 @@ mod stretch;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use index::{region_reports, sort_rows, RegionIndex};
 use index::{median, region_ref};
-use stretch::{stretch, Sites, Stretch, Walk};
+pub(crate) use index::{region_reports, sort_rows, RegionIndex};
+use stretch::{stretch, Boundary, Sites, Stretch, Walk};
 
 /// How far lateness is followed back through ranks that waited themselves.
 const MAX_DEPTH: usize = 4;
@@ -69,6 +69,19 @@ struct Reference {
     ranks: Vec<(u32, u64, f64)>,
     per_pass: f64,
     entries: f64,
+    /// Where their stretches began: the late rank's stretch counts only
+    /// the regions opened at the same meetings, so that a send shared by
+    /// two phases does not bring the other phase's code in.
+    boundaries: Vec<Boundary>,
+}
+
+impl Reference {
+    /// Whether the late rank's stretch may begin at `b`: at a meeting the
+    /// waiting ranks' stretches began at too (the same collective; a
+    /// message), or at its own wait for a third rank.
+    fn same_phase(&self, b: Boundary) -> bool {
+        matches!(b, Boundary::Wait(_)) || self.boundaries.contains(&b)
+    }
 }
 
 struct Explainer<'e> {
@@ -90,6 +103,7 @@ impl Explainer<'_> {
     fn reference(&self, q: &Question) -> Reference {
         let to = &self.sites.built[q.x].key;
         let late = [q.late];
+        let mut boundaries: Vec<Boundary> = Vec::new();
         let ranks: Vec<(u32, u64, f64)> = sample(q.waiting)
             .into_iter()
             .filter_map(|w| {
@@ -98,33 +112,49 @@ impl Explainer<'_> {
                     others: &late,
                     wait_floor: f64::INFINITY,
                 };
-                let s = stretch(&self.sites, self.index, to, &walk);
-                Some((w, s.entries, s.per_pass()?))
+                let s = stretch(self.sites, self.index, to, &walk);
+                for b in s.boundaries() {
+                    if !boundaries.contains(&b) {
+                        boundaries.push(b);
+                    }
+                }
+                let t = s.totals(|_| true);
+                Some((w, t.entries, t.per_pass()?))
             })
             .collect();
         Reference {
             per_pass: median(ranks.iter().map(|r| r.2).collect()),
             entries: median(ranks.iter().map(|r| r.1 as f64).collect()),
             ranks,
+            boundaries,
         }
     }
 
-    /// The regions of the late rank's stretch that hold its excess per pass
-    /// `e` over the waiting ranks, with their part of `explained`.
+    /// The regions of the late rank's stretch (those `keep` keeps) that
+    /// hold its excess `e` per pass over the waiting ranks, each with its
+    /// part of the excess and of `explained`.
+    #[allow(clippy::too_many_arguments)]
     fn regions_of(
         &self,
         q: &Question,
         s: &Stretch,
+        keep: &dyn Fn(Boundary) -> bool,
+        entries: u64,
         reference: &Reference,
+        e: f64,
         explained: f64,
     ) -> Vec<Found> {
         // Per region: the late rank's time per pass against the waiting
-        // ranks' in the same code (none when they never ran it).
+        // ranks' in the same code (none when they never ran it). Where the
+        // excess lies among the regions follows these differences; how
+        // large it is, the whole stretches'.
         let per_region: Vec<(&RegionId, f64, f64)> = s
-            .regions
+            .parts
             .iter()
-            .filter_map(|&id| {
-                let t = self.index.time(id, q.late)? / s.entries as f64;
+            .filter(|p| p.boundary.is_none_or(keep))
+            .filter_map(|p| {
+                let id = p.region?;
+                let t = p.time / entries as f64;
                 let theirs = median(
                     reference
                         .ranks
@@ -146,7 +176,7 @@ impl Explainer<'_> {
                 cause: RootCause {
                     rank: q.late,
                     region: region_ref(id),
-                    excess_s: x * s.entries as f64,
+                    excess_s: e * entries as f64 * x / positive,
                     share: 0.0,
                     via: q.via.clone(),
                 },
@@ -170,13 +200,24 @@ impl Explainer<'_> {
                 others: q.waiting,
                 wait_floor: OF_OVERHEAD * q.cap,
             };
-            let s = stretch(&self.sites, self.index, &self.sites.built[m].key, &walk);
-            for &a in &s.waits {
+            let s = stretch(self.sites, self.index, &self.sites.built[m].key, &walk);
+            for a in s.waits() {
                 if !waits.contains(&a) {
                     waits.push(a);
                 }
             }
-            let Some(mine) = s.per_pass() else {
+            // Only the same phase as the waiting ranks' stretches; when no
+            // region began at a meeting they began at (the ranks run other
+            // code: MPMD, master and workers), the whole stretch.
+            let same: &dyn Fn(Boundary) -> bool = &|b| reference.same_phase(b);
+            let all: &dyn Fn(Boundary) -> bool = &|_| true;
+            let mut keep = same;
+            let mut t = s.totals(keep);
+            if t.entries == 0 {
+                keep = all;
+                t = s.totals(keep);
+            }
+            let Some(mine) = t.per_pass() else {
                 continue;
             };
             let e = mine - reference.per_pass;
@@ -185,9 +226,9 @@ impl Explainer<'_> {
             }
             // The passes both sides made: a call after a loop is not
             // charged the loop's passes through the same send.
-            let passes = (s.entries as f64).min(reference.entries.max(1.0));
+            let passes = (t.entries as f64).min(reference.entries.max(1.0));
             let explained = (e * passes * q.waiting.len() as f64).min(q.cap);
-            found.extend(self.regions_of(&q, &s, &reference, explained));
+            found.extend(self.regions_of(&q, &s, keep, t.entries, &reference, e, explained));
         }
         if q.depth < MAX_DEPTH {
             found.extend(self.chains(&q, &waits));

@@ -63,9 +63,7 @@ impl<'b> Sites<'b> {
     }
 
     pub(super) fn overhead_of(&self, site: usize, rank: u32) -> f64 {
-        self.row(site, rank)
-            .and_then(|r| r.overhead)
-            .unwrap_or(0.0)
+        self.row(site, rank).and_then(|r| r.overhead).unwrap_or(0.0)
     }
 
     pub(super) fn has_pair(&self, site: usize, rank: u32, peer: u32) -> bool {
@@ -151,6 +149,25 @@ impl<'b> Sites<'b> {
         }
     }
 
+    fn time_of(&self, site: usize, rank: u32) -> f64 {
+        self.row(site, rank).map_or(0.0, |r| r.time)
+    }
+
+    /// Whether a stretch walked back to a call at site `f` begins there.
+    fn boundary(&self, f: usize, walk: &Walk) -> Option<Boundary> {
+        if self.met(f, walk.rank, walk.others) {
+            Some(if func_is_collective(&self.built[f].key.mpi) {
+                Boundary::Collective(f)
+            } else {
+                Boundary::Message
+            })
+        } else if self.blocks(f) && self.overhead_of(f, walk.rank) >= walk.wait_floor {
+            Some(Boundary::Wait(f))
+        } else {
+            None
+        }
+    }
+
     /// Whether a call at site `f` can wait for another rank.
     fn blocks(&self, f: usize) -> bool {
         catalogue::get(&self.built[f].key.mpi).is_some_and(|func| match func.class {
@@ -165,24 +182,97 @@ fn func_is_collective(mpi: &str) -> bool {
     catalogue::get(mpi).is_some_and(|f| f.scope == catalogue::Scope::Collective)
 }
 
+/// Where a stretch began: the call before its first region.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Boundary {
+    /// A call the report has no site for (`MPI_Init`).
+    Start,
+    /// A collective the other side took part in (its site).
+    Collective(usize),
+    /// A message between the two sides that completed.
+    Message,
+    /// A wait for a rank outside the other side: the chain of waits goes
+    /// on from there.
+    Wait(usize),
+}
+
+/// One piece of a stretch: a region, or a call passed through (its time
+/// delays the rank as the code does).
+pub(super) struct Part<'a> {
+    /// `None` for a call passed through.
+    pub(super) region: Option<&'a RegionId>,
+    pub(super) time: f64,
+    pub(super) count: u64,
+    /// Set on the regions that a boundary opened.
+    pub(super) boundary: Option<Boundary>,
+}
+
 /// One rank's stretch up to a call.
 pub(super) struct Stretch<'a> {
-    /// Its regions, each once, in the order the walk met them.
-    pub(super) regions: Vec<&'a RegionId>,
-    /// The rank's time in them, summed over the run.
+    pub(super) parts: Vec<Part<'a>>,
+    /// Passes of the regions that ended at the call: the stretch's passes
+    /// when no boundary opened any (a loop of posts and polls).
+    last_entries: u64,
+}
+
+/// A stretch's totals, over the parts a filter keeps.
+pub(super) struct Totals {
+    /// The rank's time in the parts, summed over the run.
     pub(super) time: f64,
     /// How many times the rank entered the stretch: the passes of its
-    /// regions that a boundary opened. Times per pass compare stretches
-    /// run a different number of times (a call after a loop with one in it).
+    /// regions that a boundary opened. Times per pass compare stretches run
+    /// a different number of times (a call after a loop with one in it).
     pub(super) entries: u64,
-    /// Where it began at a call that waited for a rank outside the others:
-    /// the chain of waits goes on from there.
-    pub(super) waits: Vec<usize>,
+}
+
+impl Totals {
+    pub(super) fn per_pass(&self) -> Option<f64> {
+        (self.entries > 0).then(|| self.time / self.entries as f64)
+    }
 }
 
 impl Stretch<'_> {
-    pub(super) fn per_pass(&self) -> Option<f64> {
-        (self.entries > 0).then(|| self.time / self.entries as f64)
+    /// The boundaries it began at, each once.
+    pub(super) fn boundaries(&self) -> Vec<Boundary> {
+        let mut v: Vec<Boundary> = Vec::new();
+        for b in self.parts.iter().filter_map(|p| p.boundary) {
+            if !v.contains(&b) {
+                v.push(b);
+            }
+        }
+        v
+    }
+
+    /// The calls at which it began by waiting for a third rank.
+    pub(super) fn waits(&self) -> Vec<usize> {
+        self.boundaries()
+            .into_iter()
+            .filter_map(|b| match b {
+                Boundary::Wait(f) => Some(f),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Totals over the regions opened at a boundary that `keep` accepts,
+    /// and every region and call inside.
+    pub(super) fn totals(&self, keep: impl Fn(Boundary) -> bool) -> Totals {
+        let mut t = Totals {
+            time: 0.0,
+            entries: 0,
+        };
+        for p in &self.parts {
+            match p.boundary {
+                Some(b) if !keep(b) => continue,
+                Some(_) => t.entries += p.count,
+                None => {}
+            }
+            t.time += p.time;
+        }
+        if t.entries == 0 && !self.parts.iter().any(|p| p.boundary.is_some()) {
+            t.entries = self.last_entries;
+        }
+        t
     }
 }
 
@@ -207,49 +297,46 @@ pub(super) fn stretch<'a>(
     walk: &Walk,
 ) -> Stretch<'a> {
     let mut s = Stretch {
-        regions: Vec::new(),
-        time: 0.0,
-        entries: 0,
-        waits: Vec::new(),
+        parts: Vec::new(),
+        last_entries: 0,
     };
     let mut seen: Vec<&SiteKey> = vec![to];
     let mut frontier: Vec<&SiteKey> = vec![to];
-    let mut last_entries = 0;
     while let Some(at) = frontier.pop() {
         for &id in index.ending_at(at) {
             let Some(row) = index.row(id, walk.rank) else {
                 continue;
             };
-            if s.regions.len() >= MAX_REGIONS {
+            if s.parts.len() >= MAX_REGIONS {
                 break;
             }
-            s.regions.push(id);
-            s.time += row.time;
             if at == to {
-                last_entries += row.count;
+                s.last_entries += row.count;
             }
-            let Some(&f) = sites.by_key.get(&id.from) else {
-                // A call the report has no site for (`MPI_Init`): a start.
-                s.entries += row.count;
-                continue;
+            let boundary = match sites.by_key.get(&id.from) {
+                None => Some(Boundary::Start),
+                Some(&f) => sites.boundary(f, walk),
             };
-            if sites.met(f, walk.rank, walk.others) {
-                s.entries += row.count;
-            } else if sites.blocks(f) && sites.overhead_of(f, walk.rank) >= walk.wait_floor {
-                s.entries += row.count;
-                if !s.waits.contains(&f) {
-                    s.waits.push(f);
-                }
-            } else if !seen.contains(&&id.from) {
+            s.parts.push(Part {
+                region: Some(id),
+                time: row.time,
+                count: row.count,
+                boundary,
+            });
+            if boundary.is_none() && !seen.contains(&&id.from) {
                 seen.push(&id.from);
                 frontier.push(&id.from);
+                // The call passed through: its time delays the rank too.
+                if let Some(&f) = sites.by_key.get(&id.from) {
+                    s.parts.push(Part {
+                        region: None,
+                        time: sites.time_of(f, walk.rank),
+                        count: 0,
+                        boundary: None,
+                    });
+                }
             }
         }
-    }
-    // A stretch without a boundary (a loop of posts and polls): its passes
-    // are the calls it led to.
-    if s.entries == 0 {
-        s.entries = last_entries;
     }
     s
 }

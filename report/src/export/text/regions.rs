@@ -228,7 +228,9 @@ mod tests {
                 "300 ms"
             ]
         );
-        assert!(out.contains("  Root causes  a late rank's code since it last met the waiting ranks"));
+        assert!(
+            out.contains("  Root causes  a late rank's code since it last met the waiting ranks")
+        );
         // Every rank passes through it: no note on regions of fewer ranks.
         assert!(!out.contains("Ranks below"));
         r.regions[0].ranks = 2;
