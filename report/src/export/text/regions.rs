@@ -55,9 +55,10 @@ fn unexplained_line(o: &mut String, site: &SiteReport) {
     }
     let _ = writeln!(
         o,
-        "  #{} {} of the overhead ({}) is not extra work of a late rank: waiting that the order \
-         of the program's dependencies builds in (a pipeline filling and draining, a chain of \
-         messages), or work between MPI calls that the ranks did not do alike in every pass",
+        "  #{} {} of the overhead ({}) is not explained by extra work of a late rank: waiting that \
+         the order of the program's dependencies builds in (a pipeline filling and draining, a \
+         chain of messages), a late rank that did not get a CPU (a busy machine), or work that \
+         differed from pass to pass",
         site.position,
         if share > 0.0 {
             format!("the other {}", pct(rest))
@@ -166,7 +167,7 @@ mod tests {
         let overhead = r.sites[0].overhead_s.unwrap();
         let out = text(&r);
         let rest = format!(
-            "  #1 the other 67 % of the overhead ({}) is not extra work of a late rank",
+            "  #1 the other 67 % of the overhead ({}) is not explained by extra work of a late rank",
             crate::units::secs(overhead * 2.0 / 3.0)
         );
         assert!(out.contains(&rest), "{rest}\n{out}");
