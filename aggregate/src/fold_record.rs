@@ -306,6 +306,9 @@ fn add_peer_wait(
     if f.waits && f.ev.tmax.is_some() {
         pa.overhead.add(f.ev.overhead);
         cell.overhead.add(f.ev.overhead);
+        if f.ev.overhead > 0.0 {
+            acc.add_pair_wait(view.rank(), peer, f.ev.overhead, e.sum_s, e.count);
+        }
     }
 }
 

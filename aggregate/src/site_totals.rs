@@ -87,6 +87,13 @@ pub struct SiteAcc {
     /// line where it sent or received (root causes).
     #[serde(default, with = "packed_rows::map")]
     pub pairs: HashMap<(u32, u32), u32>,
+    /// The calls that waited: (waiting rank, the peer it waited for) ->
+    /// overhead, time and calls at this site, so that root causes tell a
+    /// rank that waited here for one peer from one that waited for another
+    /// (a completion of requests to several). Absent from job logs written
+    /// before it was kept (then empty).
+    #[serde(default, with = "packed_rows::map")]
+    pub pair_waits: HashMap<(u32, u32), PeerAcc>,
 }
 
 /// One rank's waiting at a completion site whose requests went to or came
@@ -103,6 +110,14 @@ pub struct MultiWait {
 }
 
 impl SiteAcc {
+    /// Charges `overhead` of `rank`'s waiting here to `peer`.
+    pub fn add_pair_wait(&mut self, rank: u32, peer: u32, overhead: f64, time: f64, calls: u64) {
+        let w = self.pair_waits.entry((rank, peer)).or_default();
+        w.overhead.add(overhead);
+        w.time.add(time);
+        w.calls += calls;
+    }
+
     pub fn new(rank: u32, site: &Site) -> SiteAcc {
         SiteAcc {
             shown_by: rank,
@@ -132,6 +147,7 @@ impl SiteAcc {
             multi: Vec::new(),
             waited_for: HashMap::default(),
             pairs: HashMap::default(),
+            pair_waits: HashMap::default(),
         }
     }
 
@@ -175,6 +191,9 @@ impl SiteAcc {
         for (k, v) in o.pairs {
             let c = self.pairs.entry(k).or_default();
             *c = c.saturating_add(v);
+        }
+        for (k, v) in o.pair_waits {
+            self.pair_waits.entry(k).or_default().merge(&v);
         }
     }
 }

@@ -71,6 +71,7 @@ pub(crate) fn charge_multi(acc: &mut SiteAcc, wait: &mut HashMap<(u32, u32), Pee
             pa.overhead.add(share);
             pa.time.add(m.time / n);
             pa.calls += m.calls;
+            acc.add_pair_wait(m.rank, q, share, m.time / n, m.calls);
             let cell = wait.entry((m.rank, q)).or_default();
             cell.overhead.add(share);
             cell.time.add(m.time / n);

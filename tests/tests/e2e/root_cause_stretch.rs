@@ -365,3 +365,58 @@ fn root_cause_of_a_site_of_few_calls_after_a_loop_of_many() {
         assert_shares_add_up(report, what);
     }
 }
+
+/// A wavefront (`wavefront.c`, 2 x 1 ranks, four sweep directions): every
+/// rank does the same work per block, and the waiting is the pipeline's fill
+/// and drain. No late rank's extra work explains most of it, and the text
+/// report says how much it leaves unexplained.
+#[test]
+fn root_causes_of_a_pipeline_leave_its_fill_and_drain_unexplained() {
+    let test = "root_causes_of_a_pipeline_leave_its_fill_and_drain_unexplained";
+    let prof = calibrated_profile();
+    let (out, reports) = record_both(test, 2, &example("wavefront"), &["6", "10"], prof);
+    for (report, what) in reports.iter().zip(FORMATS) {
+        let s = site_of(
+            report,
+            "wavefront.c",
+            "wavefront-recv-helper",
+            "MPI_Recv",
+            what,
+        );
+        assert_eq!(
+            s["wait_state"],
+            "Late Sender",
+            "{what}: {s:#}\n{}",
+            out.dump()
+        );
+        assert_eq!(s["significant"], true, "{what}: {s:#}");
+        let share = s["root_causes_share"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{what}: no root_causes_share\n{s:#}"));
+        assert!(
+            share <= 0.5,
+            "{what}: every rank works alike, yet causes explain {:.0} % of the pipeline's waits\n{s:#}",
+            share * 100.0
+        );
+        assert_shares_add_up(report, what);
+    }
+    let text = std::process::Command::new(mpiover_bin())
+        .arg("report")
+        .arg(
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join("e2e")
+                .join(test)
+                .join("files_only"),
+        )
+        .arg("--profile")
+        .arg(prof)
+        .env_remove("LD_PRELOAD")
+        .output()
+        .expect("mpiover report");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines().any(|l| l.contains(" of the overhead (")
+            && l.contains("is not explained by extra work of a late rank")),
+        "the text report does not say what is left unexplained:\n{text}"
+    );
+}

@@ -33,10 +33,6 @@ impl<'a> RegionIndex<'a> {
         rows.get(i)
     }
 
-    pub(super) fn time(&self, id: &RegionId, rank: u32) -> Option<f64> {
-        self.row(id, rank).map(|r| r.time)
-    }
-
     /// The regions that ended at `site`, in a fixed order.
     pub(super) fn ending_at(&self, site: &SiteKey) -> &[&'a RegionId] {
         self.by_end.get(site).map_or(&[], |v| v.as_slice())

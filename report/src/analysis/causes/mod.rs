@@ -144,25 +144,33 @@ impl Explainer<'_> {
         e: f64,
         explained: f64,
     ) -> Vec<Found> {
-        // Per region: the late rank's time per pass against the waiting
-        // ranks' in the same code (none when they never ran it). Where the
-        // excess lies among the regions follows these differences; how
-        // large it is, the whole stretches'.
+        // Per region: how much longer each of the late rank's passes
+        // through it took than the waiting ranks' passes through the same
+        // code (their median), over the late rank's passes, per pass of the
+        // stretch. Code they never ran counts whole. Where the late rank
+        // spent no longer per pass than they did, its time there is the
+        // order of the program (a pipeline's first stage runs before the
+        // others can), not extra work: nothing is named there.
         let per_region: Vec<(&RegionId, f64, f64)> = s
             .parts
             .iter()
             .filter(|p| p.boundary.is_none_or(keep))
             .filter_map(|p| {
                 let id = p.region?;
-                let t = p.time / entries as f64;
+                let mine = self.index.row(id, q.late)?;
+                let calls = mine.count.max(1) as f64;
                 let theirs = median(
                     reference
                         .ranks
                         .iter()
-                        .filter_map(|&(w, n, _)| Some(self.index.time(id, w)? / n.max(1) as f64))
+                        .filter_map(|&(w, _, _)| {
+                            let r = self.index.row(id, w)?;
+                            Some(r.time / r.count.max(1) as f64)
+                        })
                         .collect(),
                 );
-                Some((id, t - theirs, theirs))
+                let x = (mine.time / calls - theirs) * calls / entries as f64;
+                Some((id, x, theirs * calls / entries as f64))
             })
             .collect();
         let positive: f64 = per_region.iter().map(|r| r.1.max(0.0)).sum();

@@ -86,11 +86,31 @@ impl<'b> Sites<'b> {
             .collect()
     }
 
+    /// The peers `rank` waited for at site `a`, as its calls there were
+    /// charged (`pair_waits`).
+    fn waited_peers(&self, a: usize, rank: u32) -> Vec<u32> {
+        let mut q: Vec<u32> = self.built[a]
+            .acc
+            .pair_waits
+            .iter()
+            .filter(|(&(r, p), w)| r == rank && p != rank && w.overhead.get() > 0.0)
+            .map(|(&(_, p), _)| p)
+            .collect();
+        q.sort_unstable();
+        q
+    }
+
     /// The ranks `rank` waited for at site `a`.
     pub(super) fn waited_for_at(&self, a: usize, rank: u32) -> Vec<u32> {
         let b = &self.built[a];
         match b.report.wait_state {
             Some(WaitState::LateSender | WaitState::LateReceiver) => {
+                let charged = self.waited_peers(a, rank);
+                if !charged.is_empty() || !b.acc.pair_waits.is_empty() {
+                    return charged;
+                }
+                // A job log written before the waits were kept per peer:
+                // the peers it exchanged with here and waited for anywhere.
                 let mut q: Vec<u32> = b
                     .acc
                     .pairs
@@ -153,15 +173,27 @@ impl<'b> Sites<'b> {
         self.row(site, rank).map_or(0.0, |r| r.time)
     }
 
-    /// Whether a stretch walked back to a call at site `f` begins there.
+    /// Whether a stretch walked back to a call at site `f` begins there. A
+    /// call where the rank waited for others, none of them among the ones
+    /// it is compared with, is where its lateness came from a third rank,
+    /// even when the call also completed messages with them (a completion
+    /// of requests to several peers).
     fn boundary(&self, f: usize, walk: &Walk) -> Option<Boundary> {
+        let collective = func_is_collective(&self.built[f].key.mpi);
+        let waited = self.blocks(f) && self.overhead_of(f, walk.rank) >= walk.wait_floor;
+        if waited && !collective {
+            let peers = self.waited_peers(f, walk.rank);
+            if !peers.is_empty() && !peers.iter().any(|p| walk.others.contains(p)) {
+                return Some(Boundary::Wait(f));
+            }
+        }
         if self.met(f, walk.rank, walk.others) {
-            Some(if func_is_collective(&self.built[f].key.mpi) {
+            Some(if collective {
                 Boundary::Collective(f)
             } else {
                 Boundary::Message
             })
-        } else if self.blocks(f) && self.overhead_of(f, walk.rank) >= walk.wait_floor {
+        } else if waited {
             Some(Boundary::Wait(f))
         } else {
             None

@@ -20,10 +20,12 @@ pub(super) fn cause_lines(o: &mut String, c: &Ctx, site: &SiteReport) {
     };
     let p = site.position;
     // Without regions in the records there was nothing to compare.
-    if c.r.regions.is_empty() || site.late_ranks.is_empty() {
+    if c.r.regions.is_empty() {
         return;
     }
-    if causes.is_empty() {
+    // Without late ranks (waits spread over many peers, as in a pipeline)
+    // nothing was asked: only how much is left unexplained is said.
+    if causes.is_empty() && !site.late_ranks.is_empty() {
         let _ = writeln!(
             o,
             "  #{p} root cause: none stands out (no late rank's code since it last met the \
@@ -191,6 +193,13 @@ mod tests {
             out.contains("  #1 100 % of the overhead ("),
             "none explained: all of it said\n{out}"
         );
+        // No late rank to ask about (waits spread over many peers): only
+        // what is left unexplained.
+        let late = std::mem::take(&mut r.sites[0].late_ranks);
+        let out = text(&r);
+        assert!(!out.contains("#1 root cause"), "{out}");
+        assert!(out.contains("  #1 100 % of the overhead ("), "{out}");
+        r.sites[0].late_ranks = late;
         r.regions.clear();
         assert!(!text(&r).contains("root cause"));
     }
