@@ -209,13 +209,24 @@ fn install_prefix_calibrates_records_and_reports_from_there() {
 fn mpich_only_install_prefix_of_the_other_mpi_says_which_to_use() {
     assert_eq!(mpi_flavor(), "mpich", "run in scripts/test's MPICH leg");
     let dir = scratch("mpich_only_install_other");
-    let openmpi_target = workspace_root().join("target");
-    assert!(
-        openmpi_target.join("release/libmpiover.so").is_file(),
-        "Open MPI's build in target/release: scripts/test builds it first"
-    );
+    // scripts/test builds Open MPI's first, then MPICH's in its target/mpich.
+    let mpich_target = target_of(lib());
+    let openmpi_target = [
+        mpich_target.parent(),
+        Some(&*workspace_root().join("target")),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|t| t.join("release/libmpiover.so").is_file())
+    .unwrap_or_else(|| {
+        panic!(
+            "no Open MPI build beside {} (scripts/test builds it first, in target/)",
+            mpich_target.display()
+        )
+    })
+    .to_path_buf();
     let ompi = install_from(&openmpi_target, &dir, "openmpi");
-    let mpich = install_from(&target_of(lib()), &dir, "mpich");
+    let mpich = install_from(&mpich_target, &dir, "mpich");
     assert!(mpich.join("lib/libmpiover.so").is_file());
 
     let run = dir.join("run");
