@@ -180,3 +180,17 @@ pub fn join_preload(existing: Option<&OsStr>, lib: &Path) -> OsString {
     parts.push(lib.to_string_lossy().into_owned());
     parts.join(":").into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prefix_is_told_from_a_build_tree_by_its_bin_directory() {
+        assert!(installed(Path::new("/opt/mpiover/openmpi/bin/mpiover")));
+        assert!(!installed(Path::new("/src/mpiover/target/release/mpiover")));
+        assert!(!installed(Path::new(
+            "/src/mpiover/target/mpich/release/mpiover"
+        )));
+    }
+}

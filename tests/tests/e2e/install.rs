@@ -115,14 +115,6 @@ fn installed_report(prefix: &Path, run: &Path, profile: &Path) -> Value {
     serde_json::from_slice(&o.stdout).expect("report --format json is JSON")
 }
 
-fn records_in(run: &Path) -> usize {
-    std::fs::read_dir(run).map_or(0, |d| {
-        d.filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().starts_with("rank-"))
-            .count()
-    })
-}
-
 #[test]
 fn install_prefix_calibrates_records_and_reports_from_there() {
     let dir = scratch("install_prefix");
@@ -130,19 +122,8 @@ fn install_prefix_calibrates_records_and_reports_from_there() {
 
     // Calibrate with the installed calibrator (MPI_Recv at the example's 8
     // bytes), as a user of the prefix would.
-    let prof = dir.join("profile.json");
     let cal = prefix.join("bin").join("mpiover-calibrate");
-    let args = [
-        "--quick",
-        "--quiet",
-        "--functions",
-        "MPI_Send,MPI_Recv",
-        "--sizes",
-        "8",
-        "-o",
-        prof.to_str().expect("utf-8 path"),
-    ];
-    Job::program(2, &cal, &args, &dir).run().assert_success();
+    let prof = quick_profile_by(&cal, &dir, 2, "MPI_Send,MPI_Recv", "8", &[]);
 
     // Record from the prefix: the library is found beside its bin/.
     let run = dir.join("run");
