@@ -16,7 +16,7 @@
 # MPIOVER_LIB=path uses an existing libmpiover.so instead of building one;
 # PYTHON=interpreter (default python3); MPIOVER_E2E_MPI=mpich runs under
 # mpiexec.mpich (put an mpi4py built against MPICH on PYTHONPATH, e.g.
-# target/mpi4py-mpich from scripts/setup, and build the library with
+# target/mpi4py-mpich from scripts/setup --tests, and build the library with
 # MPICC=mpicc.mpich). Extra runtests.py options: RUNTESTS_ARGS="...".
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -18,14 +18,17 @@
 //! - [`settings`]: the `MPIOVER_*` environment variables and their typed values.
 
 pub mod completion;
+#[cfg(feature = "files")]
 pub mod demangle;
 pub mod functions;
 pub mod histogram;
 pub mod host;
+#[cfg(feature = "files")]
 pub mod joblog;
 pub mod profile;
 pub mod record;
 pub mod rng;
+#[cfg(feature = "files")]
 pub mod run;
 /// The old path of [`run::dir`], kept while `interpose` still names it.
 pub mod settings;

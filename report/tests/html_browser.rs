@@ -49,11 +49,11 @@ fn browser(bin: &Path, args: &[&str], url: &str) -> (String, String) {
 #[test]
 fn html_report_renders_in_chromium() {
     let Some(bin) = chromium() else {
-        // In CI (scripts/setup installs chromium) a missing browser is a
+        // In CI (scripts/setup --tests installs chromium) a missing browser is a
         // failure, not a silent pass.
         assert!(
             std::env::var_os("CI").is_none(),
-            "no chromium found under CI: scripts/setup installs it"
+            "no chromium found under CI: scripts/setup --tests installs it"
         );
         eprintln!("SKIPPED html_report_renders_in_chromium: no chromium found (apt-get install -y chromium, or set MPIOVER_CHROMIUM)");
         return;

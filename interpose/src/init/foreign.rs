@@ -264,16 +264,24 @@ fn restart_without_this_library(why: &str) {
     unsafe { libc::execve(c"/proc/self/exe".as_ptr(), av.as_ptr(), ev.as_ptr()) };
 }
 
-/// What to do instead, in words: the build to preload.
+/// What to do instead, in words: the build to preload, from a source tree
+/// or as an installed prefix (this library cannot tell which it came from).
 fn remedy(runs_on: &str) -> String {
+    let mpicc = if runs_on == "mpich" {
+        "mpicc.mpich"
+    } else {
+        "mpicc.openmpi"
+    };
     format!(
-        "preload the build made against {} (`MPICC={} cargo build --release -p \
-         mpiover-interpose`; `mpiover record` picks it when it is built)",
+        "preload the build made against {} (in the source tree `MPICC={mpicc}{} cargo build \
+         --release -p mpiover-interpose`, which `mpiover record` picks when it is built; \
+         installed, a prefix of its own: `MPICC={mpicc} scripts/install PREFIX` and that \
+         prefix's mpiover)",
         display(runs_on),
         if runs_on == "mpich" {
-            "mpicc.mpich CARGO_TARGET_DIR=target/mpich"
+            " CARGO_TARGET_DIR=target/mpich"
         } else {
-            "mpicc"
+            ""
         },
     )
 }

@@ -31,11 +31,23 @@ pub(crate) fn find_lib(given: Option<&Path>) -> anyhow::Result<PathBuf> {
         }
     }
     let tried: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
+    let get_it = if installed(&exe) {
+        "install it beside this mpiover (`scripts/install PREFIX` puts it in PREFIX/lib)"
+    } else {
+        "build it with `cargo build --release --workspace`"
+    };
     bail!(
-        "cannot find {LIB_NAME} (tried {}): build it with `cargo build --release --workspace`, \
-         or give its path with --lib or MPIOVER_LIB",
-        tried.join(", ")
+        "cannot find {LIB_NAME} (tried {}): {get_it}, or give its path with --lib or {}",
+        tried.join(", "),
+        Var::Lib.name()
     )
+}
+
+/// Whether `exe` runs from an installed prefix (`PREFIX/bin/mpiover`) rather
+/// than from a cargo build tree (`target/<profile>/mpiover`): the advice for
+/// a missing or mismatched library differs.
+fn installed(exe: &Path) -> bool {
+    exe.parent().and_then(Path::file_name) == Some(OsStr::new("bin"))
 }
 
 /// The MPI family a `libmpiover.so` was built for, from the marker the
@@ -88,17 +100,48 @@ pub fn matching_lib(found: PathBuf, family: Option<&str>, exe: &Path, explicit: 
             }
         }
     }
+    let get_it = if installed(exe) {
+        // One prefix per MPI: the other prefix's mpiover preloads its own
+        // library.
+        format!(
+            "run the mpiover of a prefix installed for {} (`MPICC={} scripts/install PREFIX`) \
+             or pass its lib/{LIB_NAME} with --lib",
+            family_name(family),
+            family_mpicc(family)
+        )
+    } else {
+        // Where the lookup above finds it: target/release for Open MPI,
+        // target/mpich/release for MPICH.
+        let target = if family == "mpich" {
+            " CARGO_TARGET_DIR=target/mpich"
+        } else {
+            ""
+        };
+        format!(
+            "build it for {} (`MPICC={}{target} cargo build --release -p mpiover-interpose`) \
+             or pass that build with --lib",
+            family_name(family),
+            family_mpicc(family)
+        )
+    };
     eprintln!(
         "mpiover: warning: {} was built for {} but the launcher is {}'s: the tool will stay \
-         off in the job; build it for {} (scripts/setup and `MPICC=mpicc.mpich \
-         CARGO_TARGET_DIR=target/mpich cargo build --release -p mpiover-interpose` make both) \
-         or pass that build with --lib",
+         off in the job; {get_it}",
         found.display(),
         family_name(&has),
         family_name(family),
-        family_name(family)
     );
     found
+}
+
+/// The compiler wrapper of `family` under its Debian name (the docs say to
+/// use the site's own where it differs).
+fn family_mpicc(family: &str) -> &str {
+    match family {
+        "openmpi" => "mpicc.openmpi",
+        "mpich" => "mpicc.mpich",
+        _ => "mpicc",
+    }
 }
 
 fn family_name(f: &str) -> &str {
@@ -136,4 +179,18 @@ pub fn join_preload(existing: Option<&OsStr>, lib: &Path) -> OsString {
         .collect();
     parts.push(lib.to_string_lossy().into_owned());
     parts.join(":").into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prefix_is_told_from_a_build_tree_by_its_bin_directory() {
+        assert!(installed(Path::new("/opt/mpiover/openmpi/bin/mpiover")));
+        assert!(!installed(Path::new("/src/mpiover/target/release/mpiover")));
+        assert!(!installed(Path::new(
+            "/src/mpiover/target/mpich/release/mpiover"
+        )));
+    }
 }

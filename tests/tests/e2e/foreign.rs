@@ -40,14 +40,6 @@ fn assert_mpich_leg() {
     );
 }
 
-fn records_in(dir: &Path) -> usize {
-    std::fs::read_dir(dir).map_or(0, |d| {
-        d.filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().starts_with("rank-"))
-            .count()
-    })
-}
-
 /// A fresh directory for the facts `thread_level` writes (one file a rank).
 fn facts_dir(dir: &Path, name: &str) -> PathBuf {
     let out = dir.join(name);

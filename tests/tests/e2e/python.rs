@@ -16,7 +16,7 @@ fn python() -> String {
 
 /// The interpreter, checked to import an mpi4py built against the MPI under
 /// test (fails, never skips, when it cannot: the suite must not pass without
-/// having run this). Under MPICH, scripts/setup builds a second mpi4py into
+/// having run this). Under MPICH, `scripts/setup --tests` builds a second mpi4py into
 /// `target/mpi4py-mpich` and scripts/test puts it on `PYTHONPATH`.
 fn python_with_mpi4py() -> PathBuf {
     let py = python();
@@ -32,7 +32,7 @@ fn python_with_mpi4py() -> PathBuf {
         out.status.success(),
         "{py} cannot import mpi4py ({}); install it against the system MPI: \
          `MPICC=mpicc pip install --no-binary=mpi4py mpi4py` (or set MPIOVER_PYTHON; \
-         for MPICH scripts/setup builds one into target/mpi4py-mpich)",
+         for MPICH `scripts/setup --tests` builds one into target/mpi4py-mpich)",
         String::from_utf8_lossy(&out.stderr).trim()
     );
     let text = String::from_utf8_lossy(&out.stdout).to_string();

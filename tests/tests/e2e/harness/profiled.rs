@@ -44,7 +44,19 @@ pub fn quick_profile_with(
     sizes: &str,
     extra: &[&str],
 ) -> PathBuf {
-    let dir = scratch(test);
+    quick_profile_by(calibrate_bin(), &scratch(test), np, functions, sizes, extra)
+}
+
+/// `quick_profile_with` by a given calibrator (an installed one, say), into
+/// `dir/profile.json`.
+pub fn quick_profile_by(
+    calibrator: &Path,
+    dir: &Path,
+    np: u32,
+    functions: &str,
+    sizes: &str,
+    extra: &[&str],
+) -> PathBuf {
     let prof = dir.join("profile.json");
     let mut args = vec![
         "--quick",
@@ -57,7 +69,7 @@ pub fn quick_profile_with(
         prof.to_str().expect("utf-8 path"),
     ];
     args.extend_from_slice(extra);
-    let out = Job::program(np, calibrate_bin(), &args, &dir).run();
+    let out = Job::program(np, calibrator, &args, dir).run();
     out.assert_success();
     prof
 }

@@ -7,6 +7,16 @@ use mpiover_common::record::{Record, RECORD_SCHEMA};
 
 use super::*;
 
+/// How many rank records (`rank-*`) a run directory holds (0 when there is
+/// no such directory).
+pub fn records_in(dir: &Path) -> usize {
+    fs::read_dir(dir).map_or(0, |d| {
+        d.filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("rank-"))
+            .count()
+    })
+}
+
 /// Reads every `rank-NNNNNN.json` of a run directory, sorted by rank, with
 /// errors that name the file.
 pub fn read_records(dir: &Path) -> Result<Vec<Record>, String> {
