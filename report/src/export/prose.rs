@@ -137,3 +137,15 @@ pub fn tool_cost(t: &ToolCost) -> String {
     }
     s
 }
+
+/// When a region is named as a site's root cause (the METHODS of text and
+/// HTML).
+pub fn root_cause_rule() -> String {
+    use crate::units::pct;
+    format!(
+        "a late rank's time between two MPI calls against the waiting ranks' (median), \
+         summed over the run; named when at least {} longer and explaining at least {} of the overhead",
+        pct(crate::analysis::CAUSE_OF_REFERENCE),
+        pct(crate::analysis::CAUSE_OF_OVERHEAD)
+    )
+}

@@ -22,6 +22,7 @@ mod fake_cluster;
 mod foreign;
 mod fortran;
 mod halo;
+mod html_layout;
 mod joblog;
 mod large_count;
 mod nonblocking;

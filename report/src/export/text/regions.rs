@@ -99,10 +99,8 @@ pub(super) fn methods_line(o: &mut String, c: &Ctx) {
     }
     let _ = writeln!(
         o,
-        "  Root causes  a late rank's time between two MPI calls against the waiting ranks' (median), \
-         summed over the run; named when at least {} longer and explaining at least {} of the overhead",
-        pct(crate::analysis::CAUSE_OF_REFERENCE),
-        pct(crate::analysis::CAUSE_OF_OVERHEAD)
+        "  Root causes  {}",
+        crate::export::prose::root_cause_rule()
     );
 }
 
