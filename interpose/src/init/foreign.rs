@@ -267,8 +267,8 @@ fn restart_without_this_library(why: &str) {
 /// What to do instead, in words: the build to preload.
 fn remedy(runs_on: &str) -> String {
     format!(
-        "preload the build made against {} (`MPICC={} cargo build --release -p \
-         mpiover-interpose`; `mpiover record` picks it when it is built)",
+        "preload the build made against {} (`MPICC={} cargo build --release --workspace`, \
+         as the README builds; `mpiover record` picks it when it is built)",
         display(runs_on),
         if runs_on == "mpich" {
             "mpicc.mpich CARGO_TARGET_DIR=target/mpich"

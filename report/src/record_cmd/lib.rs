@@ -91,7 +91,7 @@ pub fn matching_lib(found: PathBuf, family: Option<&str>, exe: &Path, explicit: 
     eprintln!(
         "mpiover: warning: {} was built for {} but the launcher is {}'s: the tool will stay \
          off in the job; build it for {} (scripts/setup and `MPICC=mpicc.mpich \
-         CARGO_TARGET_DIR=target/mpich cargo build --release -p mpiover-interpose` make both) \
+         CARGO_TARGET_DIR=target/mpich cargo build --release --workspace` make both) \
          or pass that build with --lib",
         found.display(),
         family_name(&has),

@@ -88,8 +88,10 @@ pub(crate) fn rank_sites(built: &mut [Built], overhead_known: bool) {
 }
 
 /// The warning for the sites whose tmax came from weak calibration entries
-/// (ranked order, at most five named), with what re-measures them.
-pub(crate) fn weak_tmax_warning(built: &[Built], ranks: u32) -> Option<String> {
+/// (ranked order, at most five named), with the commands that re-measure
+/// them: the calibrator started by `launch`, its profile merged into the
+/// run's (`profile`, shell-quoted).
+pub(crate) fn weak_tmax_warning(built: &[Built], launch: &str, profile: &str) -> Option<String> {
     let weak: Vec<(&SiteReport, Basis)> = built
         .iter()
         .filter_map(|b| {
@@ -130,8 +132,8 @@ pub(crate) fn weak_tmax_warning(built: &[Built], ranks: u32) -> Option<String> {
     Some(format!(
         "{} site{} rel{} on weak calibration entries ({cause}), so a clean verdict is not \
          possible there: {}{}; re-measure on an idle machine with a larger budget per entry, \
-         e.g. `mpirun -np {} mpiover-calibrate --functions {} --entry-budget 30 -o more.json` \
-         and `mpiover profile merge PROFILE more.json -o merged.json`",
+         e.g. `{launch} {} --functions {} --entry-budget 30 -o more.json` \
+         and `{} profile merge {profile} more.json -o merged.json`",
         weak.len(),
         if weak.len() == 1 { "" } else { "s" },
         if weak.len() == 1 { "ies" } else { "y" },
@@ -141,7 +143,8 @@ pub(crate) fn weak_tmax_warning(built: &[Built], ranks: u32) -> Option<String> {
         } else {
             String::new()
         },
-        ranks.max(2),
+        mpiover_common::suggest::program("mpiover-calibrate"),
         functions.join(","),
+        mpiover_common::suggest::program("mpiover"),
     ))
 }
