@@ -35,6 +35,7 @@ mod report;
 mod robustness;
 mod root_causes;
 mod srun;
+mod suggestions;
 mod tail_call;
 mod threads;
 mod transparency;
