@@ -116,6 +116,22 @@ pub(crate) fn weak_tmax_warning(built: &[Built], launch: &str, profile: &str) ->
     let mut functions: Vec<&str> = weak.iter().map(|(s, _)| s.mpi_function.as_str()).collect();
     functions.sort_unstable();
     functions.dedup();
+    // The sizes the weak sites send (each one's bytes per call): measured
+    // at those sizes, the new entries are the ones their lookups find, and
+    // the calibration measures a few entries instead of the whole grid.
+    let mut sizes: Vec<u64> = weak
+        .iter()
+        .filter(|(s, _)| s.calls > 0 && s.bytes > 0)
+        .map(|(s, _)| s.bytes / s.calls)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let sizes = if sizes.is_empty() || sizes.len() > 6 {
+        String::new()
+    } else {
+        let list: Vec<String> = sizes.iter().map(u64::to_string).collect();
+        format!(" --sizes {}", list.join(","))
+    };
     let skewed = weak.iter().any(|(_, b)| b.skewed);
     let few = weak.iter().any(|(_, b)| b.n < b.min_n);
     let cause = match (few, skewed) {
@@ -132,7 +148,7 @@ pub(crate) fn weak_tmax_warning(built: &[Built], launch: &str, profile: &str) ->
     Some(format!(
         "{} site{} rel{} on weak calibration entries ({cause}), so a clean verdict is not \
          possible there: {}{}; re-measure on an idle machine with a larger budget per entry, \
-         e.g. `{launch} {} --functions {} --entry-budget 30 -o more.json` \
+         e.g. `{launch} {} --functions {}{sizes} --entry-budget 30 -o more.json` \
          and `{} profile merge {profile} more.json -o merged.json`",
         weak.len(),
         if weak.len() == 1 { "" } else { "s" },
