@@ -53,21 +53,7 @@ fn html_report_renders_in_chromium() {
         .unwrap();
     }
     let html = dir.join("report.html");
-    let out = Command::new(env!("CARGO_BIN_EXE_mpiover"))
-        .args([
-            "report",
-            run.to_str().unwrap(),
-            "-o",
-            html.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    report(&run, &html);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("solver.c line 88"), "source lines are shown");
     let url = format!("file://{}", html.display());

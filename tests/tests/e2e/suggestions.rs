@@ -61,11 +61,7 @@ fn ok(cmd: &str, o: &std::process::Output) -> String {
 fn suggested_commands_run_as_printed() {
     let dir = scratch("suggested_commands");
     let run = dir.join("run");
-    let launcher = if mpi_flavor() == "mpich" {
-        "mpiexec.mpich"
-    } else {
-        "mpirun"
-    };
+    let launcher = suite_launcher();
     let mut c = Command::new(mpiover_bin());
     c.args(["record", "--lib"])
         .arg(lib())
