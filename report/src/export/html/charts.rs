@@ -177,20 +177,31 @@ pub(crate) fn wait_matrix(o: &mut String, c: &Ctx) {
         cs * n as f64,
         cs * n as f64
     );
-    if n <= 16 {
-        for k in 0..n {
-            let _ = write!(
-                o,
-                "<text x=\"{:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\
-                 <text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
-                offx + (k as f64 + 0.5) * cs,
-                off - 4.0,
-                label(k),
-                offx - 4.0,
-                off + (k as f64 + 0.5) * cs + 3.0,
-                esc(&named(k))
-            );
-        }
+    // Every row and column named when there are few; else the first,
+    // middle and last, by their first rank (as the heat map's axis).
+    let shown: Vec<usize> = if n <= 16 {
+        (0..n).collect()
+    } else {
+        vec![0, n / 2, n - 1]
+    };
+    for k in shown {
+        let (col, row) = if n <= 16 {
+            (label(k), named(k))
+        } else {
+            let first = (k as u32 * per).to_string();
+            (first.clone(), first)
+        };
+        let _ = write!(
+            o,
+            "<text x=\"{:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\
+             <text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
+            offx + (k as f64 + 0.5) * cs,
+            off - 4.0,
+            col,
+            offx - 4.0,
+            off + (k as f64 + 0.5) * cs + 3.0,
+            esc(&row)
+        );
     }
     let _ = writeln!(
         o,
