@@ -148,3 +148,36 @@ fn suggested_commands_run_as_printed() {
     let merged = mpiover_common::profile::Profile::load(dir.join("merged.json")).expect("merged");
     assert!(merged.runs.len() >= 2, "the merge holds both runs");
 }
+
+/// The calibrator started without a launcher names the command that runs
+/// it, its own options kept.
+#[test]
+fn calibrator_alone_suggests_its_launch_as_printed() {
+    let dir = scratch("calibrator_alone");
+    let mut c = Command::new(calibrate_bin());
+    c.args([
+        "--quick",
+        "--quiet",
+        "--functions",
+        "MPI_Send",
+        "--sizes",
+        "1",
+    ])
+    .args(["-o", "alone.json"])
+    .current_dir(&dir);
+    suite_env(&mut c);
+    let o = {
+        let _guard = mpi_lock();
+        c.output().expect("the calibrator runs")
+    };
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let cmds = backticked(&err);
+    assert_eq!(cmds.len(), 1, "{err}");
+    assert!(
+        cmds[0].starts_with(&format!("{} -n", suite_launcher())),
+        "{err}"
+    );
+    ok(&cmds[0], &sh(&cmds[0], &dir, JOB_TIMEOUT).expect("in time"));
+    assert!(dir.join("alone.json").is_file(), "{}", cmds[0]);
+}
