@@ -89,9 +89,13 @@ pub(crate) fn warnings(prof: &Profile, output: &str, host_cpus: u32) -> Vec<Stri
             l.describe(),
             if prof.method.rounds > 1 {
                 "its entries were pooled over --rounds already: a longer --spread sees more states"
+                    .to_string()
             } else {
-                "calibrate with --rounds 6 --spread 60 so that every entry is measured across them, \
-                 or merge calibrations (`mpiover profile merge`)"
+                format!(
+                    "calibrate with --rounds 6 --spread 60 so that every entry is measured across \
+                     them, or merge calibrations (`{} profile merge`)",
+                    mpiover_common::suggest::program("mpiover")
+                )
             }
         ));
     }
@@ -311,5 +315,81 @@ mod tests {
     #[test]
     fn a_full_profile_says_nothing() {
         assert!(warnings(&profile(vec![entry(400, StopReason::Stable)], None), "p", 0).is_empty());
+    }
+
+    /// Every option a warning names is one the calibrator has.
+    #[test]
+    fn the_options_named_are_the_calibrators() {
+        use clap::CommandFactory;
+        let cmd = crate::args::Args::command();
+        let known: Vec<String> = cmd
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect();
+        let code = include_str!("advice.rs");
+        let code = &code[..code.find("#[cfg(test)]").unwrap()];
+        let mut named = 0;
+        for (i, _) in code.match_indices("--") {
+            let word: String = code[i + 2..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '-')
+                .collect();
+            if word.is_empty() {
+                continue;
+            }
+            named += 1;
+            assert!(
+                known.contains(&format!("--{word}")),
+                "--{word} is no option of the calibrator"
+            );
+        }
+        assert!(named >= 8, "{named} options found");
+    }
+
+    /// The README tells which warning asks for --rounds in the words the
+    /// calibrator prints: an unsteady idle host (its warning and the load
+    /// line it quotes), not a busy one.
+    #[test]
+    fn the_readme_quotes_the_unsteady_warning_as_printed() {
+        let mut p = profile(vec![], None);
+        let load = mpiover_common::profile::HostLoad {
+            wall_s: 30.0,
+            ..Default::default()
+        };
+        let ratios = vec![1.2; 25];
+        p.runs.push(mpiover_common::profile::RunInfo {
+            load: Some(load.clone().with_drift(ratios.clone())),
+            ..Default::default()
+        });
+        let unsteady = warnings(&p, "p.json", 0).join("\n");
+        p.runs[0].load = Some(mpiover_common::profile::HostLoad {
+            others_cpus: 1.0,
+            busy: true,
+            ..load.with_drift(ratios)
+        });
+        let busy = warnings(&p, "p.json", 0).join("\n");
+        let readme = include_str!("../../README.md")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        for phrase in [
+            "the calls' typical time moved while they were measured, with the host otherwise idle",
+            "entries' medians moved x",
+        ] {
+            assert!(unsteady.contains(phrase), "{phrase:?} not in {unsteady}");
+            assert!(
+                readme.contains(phrase),
+                "the README does not quote {phrase:?}"
+            );
+        }
+        let busy_phrase = "the host was busy while it was calibrated";
+        assert!(
+            busy.contains(busy_phrase) && busy.contains("entries' medians moved x"),
+            "{busy}"
+        );
+        assert!(
+            readme.contains(busy_phrase),
+            "the README does not quote {busy_phrase:?}"
+        );
     }
 }

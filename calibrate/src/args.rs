@@ -80,12 +80,12 @@ pub(crate) struct Args {
     /// so that each entry's sample spans the run and the states the machine passes through
     /// in it (a shared VM's latency can switch between levels every few seconds). Each round
     /// gets its share of the entry's budget: with more ranks than CPUs and --quick's pace, slow
-    /// entries can then get no valid sample; give them --pace or --entry-budget [default: 1].
+    /// entries can then get no valid sample; give them --pace or --entry-budget.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub(crate) rounds: u32,
     /// With --rounds: start round k no earlier than k * S / R seconds after the first, so that
     /// the rounds span at least S seconds even when the grid is quick (the ranks sleep between
-    /// rounds) [default: 0].
+    /// rounds).
     #[arg(long, default_value_t = 0.0)]
     pub(crate) spread: f64,
     /// Seed of the job-order shuffle (default: from the clock; recorded).
@@ -105,4 +105,23 @@ pub(crate) struct Args {
     /// Time the initial fit points are spread over, seconds.
     #[arg(long, default_value_t = 0.3)]
     pub(crate) sync_span: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap adds "[default: ...]" to an option with a default: a doc comment
+    /// that says it too prints it twice.
+    #[test]
+    fn help_names_each_default_once() {
+        let help = super::Args::command().render_long_help().to_string();
+        for para in help.split("\n\n") {
+            assert!(
+                para.matches("[default:").count() <= 1,
+                "a default printed twice:\n{para}"
+            );
+        }
+        assert!(help.contains("--rounds"), "{help}");
+    }
 }

@@ -382,6 +382,8 @@ impl Clock {
         let s = self.model.slope;
         RankClock {
             rank,
+            // Filled in by rank 0, which knows every rank's host.
+            host: String::new(),
             offset_s: s * ref_local + self.model.intercept,
             ref_local_s: ref_local,
             // local = (1 + drift) * global + const  <=>  slope = drift / (1 + drift)

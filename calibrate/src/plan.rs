@@ -35,7 +35,21 @@ pub(crate) struct Plan {
 
 pub(crate) fn make_plan(a: &Args, world_size: u32) -> Result<Plan, String> {
     if world_size < 2 {
-        return Err("needs at least 2 ranks (mpirun -np 2 or more)".into());
+        // Started alone: the same command under this build's launcher.
+        use mpiover_common::suggest::{launcher, program, quote};
+        let library = if mpiover_mpisys::FLAVOR == "mpich" {
+            "MPICH"
+        } else {
+            "Open MPI"
+        };
+        let args: Vec<String> = std::env::args().skip(1).map(|a| quote(&a)).collect();
+        return Err(format!(
+            "needs at least 2 ranks: start it with the MPI launcher, e.g. `{} {}{}{}`",
+            launcher(library, 2),
+            program("mpiover-calibrate"),
+            if args.is_empty() { "" } else { " " },
+            args.join(" ")
+        ));
     }
     let mut wanted: Vec<&'static str> = Vec::new();
     for f in &a.functions {

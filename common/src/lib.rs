@@ -16,6 +16,7 @@
 //! - [`rng`]: the deterministic generator of the synthetic records and the
 //!   calibrator's run order.
 //! - [`settings`]: the `MPIOVER_*` environment variables and their typed values.
+//! - [`suggest`]: commands the tools suggest, as they can be pasted.
 
 pub mod completion;
 #[cfg(feature = "files")]
@@ -32,4 +33,5 @@ pub mod rng;
 pub mod run;
 /// The old path of [`run::dir`], kept while `interpose` still names it.
 pub mod settings;
+pub mod suggest;
 pub mod timer;

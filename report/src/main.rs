@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod fit;
 mod profile_check;
 mod profile_cmd;
+mod profile_show;
 mod record_cmd;
 
 #[derive(Debug, Parser)]

@@ -280,6 +280,7 @@ fn show_method(prof: &Profile, lines: &mut Vec<String>) {
             cs.resync_interval_s,
             fmt_s(worst)
         ));
+        lines.extend(crate::profile_show::clock_hosts(prof, cs));
         let wrong: Vec<String> = cs
             .ranks
             .iter()
@@ -333,6 +334,7 @@ fn show_protocol(prof: &Profile, lines: &mut Vec<String>) {
         }
         None => lines.push("  eager:    not measured (a profile without MPI_Send)".into()),
     }
+    lines.extend(crate::profile_show::eager_used(prof));
     for n in &prof.method.notes {
         lines.push(format!("  note:     {n}"));
     }

@@ -40,6 +40,10 @@ if [ -n "$FAKE_SIGNAL" ]; then kill -"$FAKE_SIGNAL" $$; sleep 5; fi
 exit "${FAKE_EXIT:-0}"
 "#;
 
+/// What `mpiover record` exits with when the job succeeded but wrote no
+/// record (the fake launchers here write none unless given FAKE_RECORDS).
+const NOTHING_RECORDED: i32 = 1;
+
 fn script(path: &Path, text: &str) -> PathBuf {
     fs::write(path, text).unwrap();
     fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
@@ -143,7 +147,7 @@ fn open_mpi_gets_x_options_right_after_the_launcher_and_the_environment() {
         .env("LD_PRELOAD", "/opt/other/libfoo.so")
         .env("MPIOVER_MAX_KEYS", "77")
         .env("MPIOVER_LIB", "/nonexistent/ignored-because-of---lib.so"));
-    assert!(o.status.success(), "{}", dump(&o));
+    assert_eq!(o.status.code(), Some(NOTHING_RECORDED), "{}", dump(&o));
     assert_eq!(
         lines(&log.with_extension("args")),
         [
@@ -208,7 +212,7 @@ fn other_launchers_and_programs_get_the_environment_only() {
             .current_dir(&d)
             .env("FAKE_LOG", &log)
             .env("FAKE_VERSION", "HYDRA build details:\n    Version: 4.0.2"));
-        assert!(o.status.success(), "{}", dump(&o));
+        assert_eq!(o.status.code(), Some(NOTHING_RECORDED), "{}", dump(&o));
         assert_eq!(lines(&log.with_extension("args")), args, "{}", dump(&o));
         let env = env_of(&log);
         assert_eq!(env["LD_PRELOAD"], lib.display().to_string());
@@ -233,7 +237,7 @@ fn the_default_run_dir_is_named_after_the_program() {
         .current_dir(&d)
         .env("FAKE_LOG", &log)
         .env("FAKE_VERSION", "mpirun (Open MPI) 4.1.4"));
-    assert!(o.status.success(), "{}", dump(&o));
+    assert_eq!(o.status.code(), Some(NOTHING_RECORDED), "{}", dump(&o));
     let out = PathBuf::from(&env_of(&log)["MPIOVER_OUT"]);
     assert_eq!(out.parent(), Some(d.as_path()));
     let name = out.file_name().unwrap().to_string_lossy().into_owned();
@@ -255,10 +259,13 @@ fn the_exit_code_is_the_jobs_and_a_signal_gives_128_plus_signo() {
     let lib = fake_lib(&d);
     let prog = script(&d.join("app"), FAKE);
     let log = d.join("log");
-    for (var, val, want) in [
-        ("FAKE_EXIT", "3", 3),
-        ("FAKE_SIGNAL", "TERM", 143),
-        ("FAKE_SIGNAL", "KILL", 137),
+    // The job's status, and what mpiover exits with: the job's, or when the
+    // job succeeded without a record, NOTHING_RECORDED.
+    for (var, val, job, want) in [
+        ("FAKE_EXIT", "3", 3, 3),
+        ("FAKE_SIGNAL", "TERM", 143, 143),
+        ("FAKE_SIGNAL", "KILL", 137, 137),
+        ("FAKE_EXIT", "0", 0, NOTHING_RECORDED),
     ] {
         let o = run(mpiover()
             .args(["record", "--out", "run", "--lib"])
@@ -271,7 +278,13 @@ fn the_exit_code_is_the_jobs_and_a_signal_gives_128_plus_signo() {
         // No records: the summary says so instead of failing.
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
-            err.contains(&format!("exited with {want}")) && err.contains("no report"),
+            err.contains(&format!("exited with {job}")) && err.contains("no report"),
+            "{}",
+            dump(&o)
+        );
+        assert_eq!(
+            err.contains("nothing was recorded"),
+            job == 0,
             "{}",
             dump(&o)
         );
@@ -316,7 +329,7 @@ fn no_library_or_a_bad_profile_is_one_error_exit_2_before_the_job() {
     fs::create_dir_all(d.join("prefix/lib")).unwrap();
     fake_lib(&d.join("prefix/lib"));
     let o = cmd(&[]);
-    assert!(o.status.success(), "{}", dump(&o));
+    assert_eq!(o.status.code(), Some(NOTHING_RECORDED), "{}", dump(&o));
     assert!(d.join("app.ran").exists());
 
     // --lib naming nothing, a missing or unreadable profile: exit 2, job not run.

@@ -194,6 +194,12 @@ fn html_sites_table_has_tmax_app_share_and_rank_overhead() {
         let end = start + html[start..].find("</table>").unwrap();
         html[start..end].to_string()
     };
+    // The spread's three values, each kept whole where the cell wraps.
+    let spread = |lo: &str, med: &str, hi: &str| {
+        format!(
+            "><span class=\"v\">{lo}</span> / <span class=\"v\">{med}</span> / <span class=\"v\">{hi}</span></td>"
+        )
+    };
     let r = report_of("run-online");
     let t = table(
         &String::from_utf8(export(&r, ReportFormat::Html, &ExportOptions::default())).unwrap(),
@@ -216,13 +222,17 @@ fn html_sites_table_has_tmax_app_share_and_rank_overhead() {
             for cell in [
                 format!("data-v=\"{tm}\">{}</td>", secs(tm)),
                 format!("data-v=\"{share}\">{}</td>", pct(share)),
-                format!(">{} / {} / {}</td>", secs(lo), secs(med), secs(hi)),
+                spread(&secs(lo), &secs(med), &secs(hi)),
                 format!(">{}</td></tr>", p.worst_rank),
             ] {
                 assert!(row.contains(&cell), "{}: {cell} in {row}", s.location);
             }
         } else {
-            assert!(row.contains(">- / - / -</td>"), "{}: {row}", s.location);
+            assert!(
+                row.contains(&spread("-", "-", "-")),
+                "{}: {row}",
+                s.location
+            );
         }
     }
     let r = report_of("run-noprofile");
@@ -231,10 +241,9 @@ fn html_sites_table_has_tmax_app_share_and_rank_overhead() {
     );
     assert!(t.contains(">Rank time min / med / max</th>"), "{t}");
     let p = &r.sites[0].per_rank;
-    assert!(t.contains(&format!(
-        ">{} / {} / {}</td>",
-        secs(p.time_min_s),
-        secs(p.time_median_s),
-        secs(p.time_max_s)
+    assert!(t.contains(&spread(
+        &secs(p.time_min_s),
+        &secs(p.time_median_s),
+        &secs(p.time_max_s)
     )));
 }

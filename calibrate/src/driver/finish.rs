@@ -121,10 +121,18 @@ impl Driver<'_> {
         if self.me != 0 {
             return Vec::new();
         }
+        let host = |r: usize| -> String {
+            let h = self.topo.layout.host_of.get(r).copied().unwrap_or(u32::MAX);
+            self.profile
+                .as_ref()
+                .and_then(|p| p.environment.hosts.get(h as usize).cloned())
+                .unwrap_or_default()
+        };
         all.chunks(CLOCK_FIELDS)
             .enumerate()
             .map(|(r, v)| RankClock {
                 rank: r as u32,
+                host: host(r),
                 offset_s: v[0],
                 ref_local_s: v[1],
                 drift: v[2],

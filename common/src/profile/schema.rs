@@ -324,6 +324,9 @@ pub struct ClockSync {
 #[serde(default)]
 pub struct RankClock {
     pub rank: u32,
+    /// The rank's host (`environment.hosts`); empty in older profiles.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub host: String,
     /// `local - global` at `ref_local_s`, seconds.
     pub offset_s: f64,
     /// Local clock time (seconds) where `offset_s` is evaluated: the middle of

@@ -274,7 +274,7 @@ fn remedy(runs_on: &str) -> String {
     };
     format!(
         "preload the build made against {} (in the source tree `MPICC={mpicc}{} cargo build \
-         --release -p mpiover-interpose`, which `mpiover record` picks when it is built; \
+         --release --workspace`, which `mpiover record` picks when it is built; \
          installed, a prefix of its own: `MPICC={mpicc} scripts/install PREFIX` and that \
          prefix's mpiover)",
         display(runs_on),

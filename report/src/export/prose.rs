@@ -137,3 +137,18 @@ pub fn tool_cost(t: &ToolCost) -> String {
     }
     s
 }
+
+/// When a region is named as a site's root cause (the METHODS of text and
+/// HTML).
+pub fn root_cause_rule() -> String {
+    use crate::units::pct;
+    format!(
+        "a late rank's code since it last met the waiting ranks (a collective, a completed \
+         message), up to the call they waited for, against theirs up to the wait (median, per \
+         pass); chains of waits followed only through ranks outside the waiting ones; a region \
+         named when its passes took at least {} longer than the waiting ranks' in the same code \
+         and it explains at least {} of the overhead; causes add up to at most the site's overhead",
+        pct(crate::analysis::CAUSE_OF_REFERENCE),
+        pct(crate::analysis::CAUSE_OF_OVERHEAD)
+    )
+}

@@ -118,7 +118,7 @@ pub fn matching_lib(found: PathBuf, family: Option<&str>, exe: &Path, explicit: 
             ""
         };
         format!(
-            "build it for {} (`MPICC={}{target} cargo build --release -p mpiover-interpose`) \
+            "build it for {} (`MPICC={}{target} cargo build --release --workspace`) \
              or pass that build with --lib",
             family_name(family),
             family_mpicc(family)

@@ -2,7 +2,7 @@
 //!
 //! Runs an MPI job with `libmpiover.so` preloaded, then prints the report's
 //! summary and exits with the job's exit code (128 + signal when the launcher
-//! died of a signal).
+//! died of a signal; 1 when the job succeeded but nothing was recorded).
 //!
 //! - The library: `--lib`, else `$MPIOVER_LIB`, else `libmpiover.so` next to
 //!   this executable (a cargo target directory), else `../lib/libmpiover.so`
@@ -168,7 +168,30 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
         let _ = err.write_all(text.as_bytes());
         let _ = err.flush();
     }
+    // A job that succeeded but left no record (a library built for the
+    // other MPI stays off, a program that never called MPI_Init) is a
+    // failed recording: a script must not take the empty run for a result.
+    if code == 0 && !recorded(&out) {
+        eprintln!(
+            "mpiover: nothing was recorded into {}: exit status {NOTHING_RECORDED}",
+            out.display()
+        );
+        return Ok(NOTHING_RECORDED);
+    }
     Ok(code)
+}
+
+/// The exit status of a job that succeeded without writing a record.
+pub const NOTHING_RECORDED: i32 = 1;
+
+/// Whether the run directory holds a rank's record or a job log (one
+/// that cannot be read counts: the summary has said what is wrong with it).
+fn recorded(out: &std::path::Path) -> bool {
+    use mpiover_common::run::{RunDir, RunError};
+    !matches!(
+        RunDir::open(out),
+        Err(RunError::Empty { .. } | RunError::NotFound(_))
+    )
 }
 
 // ---------------------------------------------------------------------------

@@ -53,10 +53,16 @@ pub(crate) fn summary(out: &Path, profile: Option<&Path>, code: i32, elapsed: Du
         }
     }
     s += &render(&report);
-    let mut again = format!("mpiover report {}", out.display());
+    // A command to paste: this mpiover as the shell finds it, paths quoted.
+    use mpiover_common::suggest::{program, quote};
+    let mut again = format!(
+        "{} report {}",
+        program("mpiover"),
+        quote(&out.to_string_lossy())
+    );
     if reanalysed {
         if let Some(p) = profile {
-            again += &format!(" --profile {}", p.display());
+            again += &format!(" --profile {}", quote(&p.to_string_lossy()));
         }
     }
     s += &format!("Full report: {again}   (-f html -o report.html for charts)\n");

@@ -241,8 +241,11 @@ fn calibrated_weak_entries_are_named_with_their_sites_and_the_fix() {
     let w = warnings[0];
     assert!(w.starts_with("8 sites rely on weak"), "{w}");
     assert!(w.contains("pingpong.c:") && w.contains("n = 16 of "), "{w}");
+    // Re-measured at the sizes the sites send (tests/e2e/suggestions.rs
+    // runs such a command as printed).
     assert!(
-        w.contains("mpiover-calibrate --functions MPI_Recv,MPI_Send --entry-budget"),
+        w.contains("mpiover-calibrate --functions MPI_Recv,MPI_Send --sizes ")
+            && w.contains(" --entry-budget 30 -o more.json"),
         "{w}"
     );
     let pp: Vec<&Value> = sites(&rep)

@@ -383,6 +383,7 @@ fn clock_skew_of_a_host_is_recovered_and_leaves_windows_and_cross_host_tmax_alon
             "rank {rank}: drift {drift}\n{c}"
         );
     }
+    assert_show_prints_the_skew(&prof, &p);
     let c1 = rank_clock(&p, 1);
     assert!(f(&c1["offset_s"]).abs() < 200e-6, "rank 1 on node1: {c1}");
     assert!(f(&c1["drift"]).abs() < 0.1 * DRIFT, "rank 1 on node1: {c1}");
@@ -492,5 +493,42 @@ fn clock_skew_whose_drift_flips_is_said_to_have_put_the_clock_model_wrong() {
     assert!(
         show.contains("CLOCK MODEL WENT WRONG") && show.contains("rank 2"),
         "{show}"
+    );
+}
+
+/// `mpiover profile show` prints node2's clock as injected: its offset at
+/// the start of the run (the first fit point, local time `L0`, where the
+/// true time was `(L0 - offset) / (1 + drift)`) and its drift in ppm.
+fn assert_show_prints_the_skew(prof: &Path, p: &Value) {
+    let out = Command::new(mpiover_bin())
+        .args(["profile", "show"])
+        .arg(prof)
+        .output()
+        .expect("mpiover profile show");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("node2 (ranks 2-3): offset +"))
+        .unwrap_or_else(|| panic!("no clock line of node2:\n{text}"));
+    let num = |after: &str| -> f64 {
+        let rest = &line[line.find(after).expect(after) + after.len()..];
+        let v: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == '+' || *c == '-')
+            .collect();
+        v.parse().unwrap_or_else(|_| panic!("{after} in {line}"))
+    };
+    let c = rank_clock(p, 2);
+    let l0 = f(&c["ref_local_s"]) - f(&c["span_s"]) / 2.0;
+    let want_ms = (l0 - (l0 - OFFSET_S) / (1.0 + DRIFT)) * 1e3;
+    assert!(line.contains(" ms at the start"), "{line}");
+    let (ms, ppm) = (num("offset "), num("drift "));
+    assert!(
+        (ms - want_ms).abs() < 0.2,
+        "offset {ms} ms, injected {want_ms:.3} ms: {line}"
+    );
+    assert!(
+        (ppm - DRIFT * 1e6).abs() < 3.0,
+        "drift {ppm} ppm, injected 30: {line}"
     );
 }

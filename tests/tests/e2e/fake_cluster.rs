@@ -249,3 +249,47 @@ pub fn assert_two_hosts_of_two_ranks(run: &Path, format: &str, files: usize, out
         "{format}: median wait in {at} {median} s\n{site}\n{ctx}"
     );
 }
+
+/// The quick start of docs/fake-cluster.md as a user types it, in a shell
+/// that has none of the suite's settings: `eval "$(scripts/fake-cluster
+/// env)"`, then the launcher alone. As root, Open MPI's mpirun starts only
+/// when `env` has exported what it asks for.
+#[test]
+fn fake_cluster_env_is_all_a_users_launcher_needs() {
+    let Some(_) = cluster_or_skip("fake_cluster_env") else {
+        return;
+    };
+    let dir = scratch("fake_cluster_env");
+    let launch = if mpi_flavor() == "mpich" {
+        "mpiexec.mpich -n 4 hostname"
+    } else {
+        "mpirun -np 4 hostname"
+    };
+    let script = workspace_root().join("scripts/fake-cluster");
+    let mut c = Command::new("bash");
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", std::env::var_os("HOME").unwrap_or_default())
+        .arg("-c")
+        .arg(format!(
+            "eval \"$('{}' env)\" && {launch}",
+            script.display()
+        ))
+        .current_dir(&dir);
+    let out = {
+        let _guard = mpi_lock();
+        c.output().expect("bash runs")
+    };
+    let (so, se) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let mut hosts: Vec<&str> = so.lines().map(str::trim).collect();
+    hosts.sort_unstable();
+    assert_eq!(
+        hosts,
+        ["node1", "node1", "node2", "node2"],
+        "{launch} after eval of env: status {}\n--- stdout\n{so}--- stderr\n{se}",
+        out.status
+    );
+}

@@ -31,10 +31,21 @@ const TEST: &str = "one-sided test of the calls over tmax against the share expe
                    calibration samples (binomial when the profile does not say), \
                    Benjamini-Hochberg across sites at false discovery rate alpha";
 
-/// What to do when no profile gave tmax.
-const NO_PROFILE_HINT: &str = "no profile gave tmax, so sites are ranked by time (as mpiP does) and overhead is unknown: \
-         calibrate this machine with mpiover-calibrate and re-run `mpiover report RUN_DIR --profile PROFILE` \
-         (or record with a profile) to rank sites by the time they waste";
+/// What to do when no profile gave tmax, as commands to paste: calibrate
+/// with `launch` (the run's MPI, as many ranks as the run) as the README
+/// does, then report on the run at `dir` against that profile.
+fn no_profile_hint(dir: &str, launch: &str) -> String {
+    use mpiover_common::suggest::{program, quote};
+    format!(
+        "no profile gave tmax, so sites are ranked by time (as mpiP does) and overhead is unknown: \
+         calibrate this machine (`{launch} {} --quick -o profile.json`) and re-analyse the run \
+         against it (`{} report {} --profile profile.json`), or record with a profile, to rank \
+         sites by the time they waste",
+        program("mpiover-calibrate"),
+        program("mpiover"),
+        quote(dir)
+    )
+}
 
 /// Where the eager limits come from, in words, and for a run on several
 /// hosts with a profile that measured one host only, that its limit is
@@ -91,7 +102,13 @@ pub(crate) fn finish(
         super::causes::root_causes(&mut built, &index, &agg.wait);
         super::causes::region_reports(&agg.regions)
     };
-    warnings.extend(weak_tmax_warning(&built, run.ranks));
+    // Suggested commands use the run's MPI and as many ranks as the run.
+    let library = ranks.first().map_or("", |r| r.mpi_library.as_str());
+    let launch = mpiover_common::suggest::launcher(library, run.ranks.max(2));
+    let profile_path = profile.as_ref().map_or("PROFILE".to_string(), |p| {
+        mpiover_common::suggest::quote(&p.path)
+    });
+    warnings.extend(weak_tmax_warning(&built, &launch, &profile_path));
 
     let mut detail = details(&built, opts, run.ranks, overhead_known);
     detail.regions = region_sources(&regions, &built, opts);
@@ -125,7 +142,7 @@ pub(crate) fn finish(
             folded_keys: agg.folded_keys,
             folded_calls: agg.folded_calls,
             depth: ranks[0].depth,
-            hint: (!overhead_known).then(|| NO_PROFILE_HINT.to_string()),
+            hint: (!overhead_known).then(|| no_profile_hint(dir, &launch)),
         },
         warnings,
         detail,

@@ -88,8 +88,10 @@ pub(crate) fn rank_sites(built: &mut [Built], overhead_known: bool) {
 }
 
 /// The warning for the sites whose tmax came from weak calibration entries
-/// (ranked order, at most five named), with what re-measures them.
-pub(crate) fn weak_tmax_warning(built: &[Built], ranks: u32) -> Option<String> {
+/// (ranked order, at most five named), with the commands that re-measure
+/// them: the calibrator started by `launch`, its profile merged into the
+/// run's (`profile`, shell-quoted).
+pub(crate) fn weak_tmax_warning(built: &[Built], launch: &str, profile: &str) -> Option<String> {
     let weak: Vec<(&SiteReport, Basis)> = built
         .iter()
         .filter_map(|b| {
@@ -114,6 +116,22 @@ pub(crate) fn weak_tmax_warning(built: &[Built], ranks: u32) -> Option<String> {
     let mut functions: Vec<&str> = weak.iter().map(|(s, _)| s.mpi_function.as_str()).collect();
     functions.sort_unstable();
     functions.dedup();
+    // The sizes the weak sites send (each one's bytes per call): measured
+    // at those sizes, the new entries are the ones their lookups find, and
+    // the calibration measures a few entries instead of the whole grid.
+    let mut sizes: Vec<u64> = weak
+        .iter()
+        .filter(|(s, _)| s.calls > 0 && s.bytes > 0)
+        .map(|(s, _)| s.bytes / s.calls)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let sizes = if sizes.is_empty() || sizes.len() > 6 {
+        String::new()
+    } else {
+        let list: Vec<String> = sizes.iter().map(u64::to_string).collect();
+        format!(" --sizes {}", list.join(","))
+    };
     let skewed = weak.iter().any(|(_, b)| b.skewed);
     let few = weak.iter().any(|(_, b)| b.n < b.min_n);
     let cause = match (few, skewed) {
@@ -130,8 +148,8 @@ pub(crate) fn weak_tmax_warning(built: &[Built], ranks: u32) -> Option<String> {
     Some(format!(
         "{} site{} rel{} on weak calibration entries ({cause}), so a clean verdict is not \
          possible there: {}{}; re-measure on an idle machine with a larger budget per entry, \
-         e.g. `mpirun -np {} mpiover-calibrate --functions {} --entry-budget 30 -o more.json` \
-         and `mpiover profile merge PROFILE more.json -o merged.json`",
+         e.g. `{launch} {} --functions {}{sizes} --entry-budget 30 -o more.json` \
+         and `{} profile merge {profile} more.json -o merged.json`",
         weak.len(),
         if weak.len() == 1 { "" } else { "s" },
         if weak.len() == 1 { "ies" } else { "y" },
@@ -141,7 +159,8 @@ pub(crate) fn weak_tmax_warning(built: &[Built], ranks: u32) -> Option<String> {
         } else {
             String::new()
         },
-        ranks.max(2),
+        mpiover_common::suggest::program("mpiover-calibrate"),
         functions.join(","),
+        mpiover_common::suggest::program("mpiover"),
     ))
 }

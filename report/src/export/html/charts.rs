@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::model::Metric;
-use crate::units::{count, secs};
+use crate::units::{count, pct, secs};
 
 use super::*;
 
@@ -119,12 +119,6 @@ pub(crate) fn wait_matrix(o: &mut String, c: &Ctx) {
         secs(wm.total_s)
     );
     let cs = (480.0 / n as f64).clamp(6.0, 36.0);
-    let off = 40.0;
-    let size = off + cs * n as f64 + 10.0;
-    let _ = write!(
-        o,
-        "<div class=\"scroll\"><svg id=\"wait-matrix-svg\" role=\"img\" aria-label=\"wait matrix\" width=\"{size:.0}\" height=\"{size:.0}\" viewBox=\"0 0 {size:.0} {size:.0}\">"
-    );
     let label = |k: usize| -> String {
         let lo = k as u32 * per;
         if per == 1 {
@@ -144,6 +138,21 @@ pub(crate) fn wait_matrix(o: &mut String, c: &Ctx) {
             None => label(k),
         }
     };
+    // Room on the left for the rows' names (with their hosts), on top for
+    // the columns' ranks.
+    let off = 40.0;
+    let offx = if n <= 16 {
+        (0..n)
+            .map(|k| named(k).chars().count() as f64 * 6.2 + 8.0)
+            .fold(off, f64::max)
+    } else {
+        off
+    };
+    let (wd, ht) = (offx + cs * n as f64 + 10.0, off + cs * n as f64 + 10.0);
+    let _ = write!(
+        o,
+        "<div class=\"scroll\"><svg id=\"wait-matrix-svg\" role=\"img\" aria-label=\"wait matrix\" width=\"{wd:.0}\" height=\"{ht:.0}\" viewBox=\"0 0 {wd:.0} {ht:.0}\">"
+    );
     for i in 0..n {
         for j in 0..n {
             let v = m[i * n + j];
@@ -153,7 +162,7 @@ pub(crate) fn wait_matrix(o: &mut String, c: &Ctx) {
             let _ = write!(
                 o,
                 "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{}</title></rect>",
-                off + j as f64 * cs,
+                offx + j as f64 * cs,
                 off + i as f64 * cs,
                 cs - 1.0,
                 cs - 1.0,
@@ -164,37 +173,66 @@ pub(crate) fn wait_matrix(o: &mut String, c: &Ctx) {
     }
     let _ = write!(
         o,
-        "<rect x=\"{off}\" y=\"{off}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"none\" stroke=\"#d0d7de\"/>",
+        "<rect x=\"{offx:.1}\" y=\"{off}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"none\" stroke=\"#d0d7de\"/>",
         cs * n as f64,
         cs * n as f64
     );
-    if n <= 16 {
-        for k in 0..n {
-            let _ = write!(
-                o,
-                "<text x=\"{:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\
-                 <text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
-                off + (k as f64 + 0.5) * cs,
-                off - 4.0,
-                label(k),
-                off - 4.0,
-                off + (k as f64 + 0.5) * cs + 3.0,
-                label(k)
-            );
-        }
+    // Every row and column named when there are few; else the first,
+    // middle and last, by their first rank (as the heat map's axis).
+    let shown: Vec<usize> = if n <= 16 {
+        (0..n).collect()
+    } else {
+        vec![0, n / 2, n - 1]
+    };
+    for k in shown {
+        let (col, row) = if n <= 16 {
+            (label(k), named(k))
+        } else {
+            let first = (k as u32 * per).to_string();
+            (first.clone(), first)
+        };
+        let _ = write!(
+            o,
+            "<text x=\"{:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\
+             <text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
+            offx + (k as f64 + 0.5) * cs,
+            off - 4.0,
+            col,
+            offx - 4.0,
+            off + (k as f64 + 0.5) * cs + 3.0,
+            esc(&row)
+        );
     }
     let _ = writeln!(
         o,
-        "<text x=\"{off}\" y=\"12\" font-size=\"11\">peer waited on &#8594;</text></svg></div>"
+        "<text x=\"{offx:.1}\" y=\"12\" font-size=\"11\">peer waited on &#8594;</text></svg></div>"
     );
-    o.push_str("<table><thead><tr><th class=\"n\">Rank</th><th class=\"n\">waited on</th><th class=\"n\">for</th><th class=\"n\">calls</th></tr></thead><tbody>");
+    // The pairs that waited most, as in the text report: on several hosts
+    // each rank's host, which shows the waits that cross hosts.
+    let hosts = c.r.run.hosts.len() > 1;
+    let host_th = if hosts { "<th>Host</th>" } else { "" };
+    let _ = write!(
+        o,
+        "<table id=\"wait-pairs\"><thead><tr><th class=\"n\">Rank</th>{host_th}<th class=\"n\">waited on</th>{host_th}\
+         <th class=\"n\">for</th><th class=\"n\">share</th><th class=\"n\">calls</th></tr></thead><tbody>"
+    );
+    let host = |h: &Option<String>| {
+        if hosts {
+            format!("<td>{}</td>", esc(h.as_deref().unwrap_or("?")))
+        } else {
+            String::new()
+        }
+    };
     for cell in wm.cells.iter().take(10) {
         let _ = write!(
             o,
-            "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            "<tr><td class=\"n\">{}</td>{}<td class=\"n\">{}</td>{}<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
             cell.waiter,
+            host(&cell.waiter_host),
             cell.peer,
+            host(&cell.peer_host),
             secs(cell.value_s),
+            pct(if wm.total_s > 0.0 { cell.value_s / wm.total_s } else { 0.0 }),
             count(cell.calls)
         );
     }

@@ -51,17 +51,19 @@ pub(crate) fn ranks_table(o: &mut String, c: &Ctx) {
     o.push_str("</tbody></table></div>\n");
 }
 
+/// The METHODS of the text report, item for item (its test holds them
+/// together): a reader of either learns the same about the figures.
 pub(crate) fn methods(o: &mut String, c: &Ctx) {
     let m = &c.r.methods;
     o.push_str("<h2 id=\"methods\">Methods</h2><dl class=\"methods\">");
-    let mut item = |k: &str, v: String| {
-        let _ = write!(o, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(&v));
+    let mut item = |k: &str, v: &[String]| {
+        let lines: Vec<String> = v.iter().map(|l| esc(l)).collect();
+        let _ = write!(o, "<dt>{}</dt><dd>{}</dd>", esc(k), lines.join("<br>"));
     };
-    item(
-        "Profile",
-        match &m.profile {
-            Some(p) => format!(
-                "{} ({}; {}){}",
+    match &m.profile {
+        Some(p) => {
+            let mut lines = vec![format!(
+                "{} ({}; {})",
                 p.path,
                 if p.source == ProfileSource::Record {
                     "tmax recorded online"
@@ -73,35 +75,104 @@ pub(crate) fn methods(o: &mut String, c: &Ctx) {
                     Some(false) => "environment does NOT match the run",
                     None => "environment not checked",
                 },
-                p.tmax_from
-                    .as_ref()
-                    .map(|t| format!("; {}", t.describe(m.q_max)))
-                    .unwrap_or_default()
-            ),
-            None => "none".into(),
-        },
-    );
+            )];
+            lines.extend(p.note.clone());
+            lines.extend(p.tmax_from.as_ref().map(|t| t.describe(m.q_max)));
+            item("Profile", &lines);
+        }
+        None => item("Profile", &["none".into()]),
+    }
+    if let Some(h) = &m.hint {
+        item("Note", std::slice::from_ref(h));
+    }
     item(
         "Overhead",
-        "sum over calls of max(0, t - tmax), from the recorded histograms (1 % buckets)".into(),
+        &["sum over calls of max(0, t - tmax), from the recorded histograms (1 % buckets)".into()],
     );
-    item("Significance", crate::export::prose::significance(m));
-    item("Wait states", crate::export::prose::wait_states(m, bytes));
-    let l = &m.lookups;
-    item("tmax lookups", crate::export::prose::lookups(l));
-    item("Timer", crate::export::prose::timer(&m.timer));
-    item("Tool cost", crate::export::prose::tool_cost(&m.tool));
+    item("Significance", &[crate::export::prose::significance(m)]);
     item(
-        "Folded keys",
-        format!(
-            "{} keys, {} calls",
-            count(m.folded_keys),
-            count(m.folded_calls)
-        ),
+        "Wait states",
+        &[crate::export::prose::wait_states(m, bytes)],
     );
-    item("Call-site depth", m.depth.to_string());
-    if let Some(h) = &m.hint {
-        item("Note", h.clone());
+    if m.lookups.entries > 0 || m.profile.is_some() {
+        item("Lookups", &[crate::export::prose::lookups(&m.lookups)]);
+    }
+    item("Timer", &[crate::export::prose::timer(&m.timer)]);
+    item("Tool cost", &[crate::export::prose::tool_cost(&m.tool)]);
+    if m.folded_keys > 0 {
+        item(
+            "Folded",
+            &[format!(
+                "{} keys, {} calls over the interposer's key cap (shown as `other`)",
+                count(m.folded_keys),
+                count(m.folded_calls)
+            )],
+        );
+    }
+    item(
+        "Call sites",
+        &[format!("caller depth {} (MPIOVER_DEPTH)", m.depth)],
+    );
+    if !c.r.regions.is_empty() {
+        item("Root causes", &[crate::export::prose::root_cause_rule()]);
     }
     o.push_str("</dl>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::export::regions::tests::fixture_report;
+    use crate::export::ExportOptions;
+
+    /// Every line of the text report's METHODS, its label and its words,
+    /// is in the HTML's Methods.
+    #[test]
+    fn methods_say_what_the_text_says() {
+        let mut r = fixture_report();
+        r.methods.hint = Some("a hint <of> the tool's".into());
+        let opts = ExportOptions::default();
+        let text = String::from_utf8(crate::export::text::export(&r, &opts)).unwrap();
+        let html = String::from_utf8(super::super::export(&r, &opts)).unwrap();
+        let html = &html[html.find("id=\"methods\"").expect("a Methods section")..];
+        let block: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("METHODS"))
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .collect();
+        assert!(block.len() >= 8, "{text}");
+        assert!(block.iter().any(|l| l.contains("Root causes")), "{text}");
+        for line in block {
+            let line = line.trim();
+            // "Label  words": the label is a <dt>, the words in a <dd>; a
+            // line of words alone continues the item above.
+            const LABELS: [&str; 11] = [
+                "Profile",
+                "Note",
+                "Overhead",
+                "Significance",
+                "Wait states",
+                "Lookups",
+                "Timer",
+                "Tool cost",
+                "Folded",
+                "Call sites",
+                "Root causes",
+            ];
+            let (label, words) = LABELS
+                .iter()
+                .find_map(|l| Some((*l, line.strip_prefix(l)?.strip_prefix(' ')?.trim())))
+                .unwrap_or(("", line));
+            if !label.is_empty() {
+                assert!(
+                    html.contains(&format!("<dt>{}</dt>", super::esc(label))),
+                    "label {label:?} missing in\n{html}"
+                );
+            }
+            assert!(
+                html.contains(&super::esc(words)),
+                "{words:?} missing in\n{html}"
+            );
+        }
+    }
 }

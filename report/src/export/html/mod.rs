@@ -10,6 +10,7 @@ use super::{short_paths, ExportOptions};
 use crate::model::{RankedBy, Report, SiteReport};
 
 mod charts;
+mod dist;
 mod methods;
 mod regions;
 mod sites;
@@ -17,6 +18,7 @@ mod style;
 mod summary;
 
 use charts::*;
+use dist::*;
 use methods::*;
 use regions::*;
 use sites::*;
@@ -95,6 +97,7 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
          <title>{}</title><style>{CSS}</style></head><body><main>\n",
         esc(&title)
     );
+    nav(&mut o, &c, top);
     header(&mut o, &c);
     summary(&mut o, &c);
     bar_chart(&mut o, &c, top.min(15));
@@ -107,6 +110,29 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     methods(&mut o, &c);
     let _ = write!(o, "<script>{JS}</script>\n</main></body></html>\n");
     o.into_bytes()
+}
+
+/// A bar that stays at the top of the window with a link to every section
+/// the page has: the page is long (a site's details, the regions), and the
+/// ranks and methods are at its end.
+fn nav(o: &mut String, c: &Ctx, top: usize) {
+    let r = c.r;
+    let sections = [
+        ("summary", "Summary", true),
+        ("bars", "Top sites", true),
+        ("sites", "Sites", true),
+        ("heatmap", "Per rank", r.detail.heatmap.is_some()),
+        ("wait-matrix", "Who waited on whom", true),
+        ("details", "Details", top.min(10) > 0),
+        ("regions", "Regions", !r.regions.is_empty()),
+        ("ranks", "Ranks", true),
+        ("methods", "Methods", true),
+    ];
+    o.push_str("<nav class=\"toc\" id=\"toc\"><span class=\"t\">mpiover</span>");
+    for (id, name, _) in sections.iter().filter(|s| s.2) {
+        let _ = write!(o, "<a href=\"#{id}\">{name}</a>");
+    }
+    o.push_str("</nav>\n");
 }
 
 fn header(o: &mut String, c: &Ctx) {

@@ -1,9 +1,9 @@
 //! The sites table and, per top site, its details: the distribution of its
-//! call times against tmax and its source lines.
+//! call times against tmax (`dist.rs`) and its source lines.
 
 use std::fmt::Write;
 
-use crate::model::{Dist, Significance, WaitState};
+use crate::model::{Significance, WaitState};
 use crate::units::{bytes, count, pct, secs};
 
 use super::*;
@@ -12,11 +12,28 @@ pub(crate) fn opt_secs(v: Option<f64>) -> String {
     v.map(secs).unwrap_or_else(|| "-".into())
 }
 
+/// The late ranks of a site, the first few: on thousands of ranks the whole
+/// list would make its row a page tall (the JSON has all).
+fn late_ranks(ranks: &[u32]) -> String {
+    const SHOWN: usize = 6;
+    if ranks.is_empty() {
+        return "-".into();
+    }
+    let mut s: Vec<String> = ranks.iter().take(SHOWN).map(|x| x.to_string()).collect();
+    if ranks.len() > SHOWN {
+        s.push(format!("{} more", ranks.len() - SHOWN));
+    }
+    esc(&s.join(", "))
+}
+
+/// The table wraps its long cells to fit the page rather than scrolling in
+/// a box of its own, which also lets its header row stay under the
+/// navigation while the page scrolls.
 pub(crate) fn sites_table(o: &mut String, c: &Ctx, n: usize) {
     let _ = write!(
         o,
         "<h2 id=\"sites\">Sites <span class=\"meta\">(ranked by {}; {} of {}; click a header to sort)</span></h2>\n\
-         <div class=\"scroll\"><table class=\"sortable\" id=\"sites-table\"><thead><tr>\
+         <table class=\"sortable fit\" id=\"sites-table\"><thead><tr>\
          <th class=\"n\">#</th><th>Location</th><th>Function</th><th>MPI call</th><th class=\"n\">Calls</th>\
          <th class=\"n\">Time</th><th class=\"n\">Bytes</th><th class=\"n\">Sum tmax</th><th class=\"n\">Overhead</th>\
          <th class=\"n\">% MPI</th><th class=\"n\">% app</th>\
@@ -65,12 +82,13 @@ pub(crate) fn sites_table(o: &mut String, c: &Ctx, n: usize) {
         };
         let _ = write!(
             o,
-            "<tr class=\"{}\"><td class=\"n\" data-v=\"{}\">{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td>\
+            "<tr class=\"{}\"><td class=\"n\" data-v=\"{}\">{}</td><td class=\"w\" title=\"{}\">{}</td><td class=\"w\">{}</td><td>{}</td>\
              <td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td>\
              <td class=\"n\" data-v=\"{}\">{}{oor}</td>\
              <td class=\"n ovh\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td>\
              <td class=\"n\" data-v=\"{}\">{}</td>\
-             <td><span class=\"{sig_cls}\">{}</span></td><td>{}</td><td>{}</td><td class=\"n\">{} / {} / {}</td>\
+             <td><span class=\"{sig_cls}\">{}</span></td><td class=\"w\">{}</td><td class=\"w\">{}</td>\
+             <td class=\"n w\"><span class=\"v\">{}</span> / <span class=\"v\">{}</span> / <span class=\"v\">{}</span></td>\
              <td class=\"n\">{}</td></tr>",
             if s.significant { "sig" } else { "" },
             s.position,
@@ -98,11 +116,7 @@ pub(crate) fn sites_table(o: &mut String, c: &Ctx, n: usize) {
             s.exceed_fraction.map(pct).unwrap_or_else(|| "-".into()),
             esc(s.significance.as_str()),
             esc(s.wait_state.map_or("-", WaitState::as_str)),
-            esc(&if s.late_ranks.is_empty() {
-                "-".to_string()
-            } else {
-                s.late_ranks.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
-            }),
+            late_ranks(&s.late_ranks),
             spread.0,
             spread.1,
             spread.2,
@@ -113,87 +127,7 @@ pub(crate) fn sites_table(o: &mut String, c: &Ctx, n: usize) {
             }
         );
     }
-    o.push_str("</tbody></table></div>\n");
-}
-
-pub(crate) fn dist_svg(o: &mut String, d: &Dist, id: usize) {
-    let (w, h, pad_l, pad_b) = (520.0, 170.0, 44.0, 30.0);
-    let lo = d.edges[0].ln();
-    let hi = d.edges[d.edges.len() - 1].ln().max(lo + 1e-9);
-    let x = |t: f64| pad_l + (t.max(d.edges[0]).ln() - lo) / (hi - lo) * (w - pad_l - 10.0);
-    let maxc = d.counts.iter().copied().max().unwrap_or(1).max(1) as f64;
-    let y = |cnt: f64| (h - pad_b) - (cnt / maxc).sqrt() * (h - pad_b - 10.0);
-    let _ = write!(
-        o,
-        "<svg class=\"dist\" id=\"dist-{id}\" role=\"img\" aria-label=\"call times\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\">"
-    );
-    if let (Some(a), Some(b)) = (d.tmax_min_s, d.tmax_max_s) {
-        let (xa, xb) = (x(a), x(b));
-        let _ = write!(
-            o,
-            "<rect x=\"{xa:.1}\" y=\"4\" width=\"{:.1}\" height=\"{}\" fill=\"#ffebe9\"/>",
-            (xb - xa).max(1.0),
-            h - pad_b - 4.0
-        );
-    }
-    for (i, &cnt) in d.counts.iter().enumerate() {
-        if cnt == 0 {
-            continue;
-        }
-        let (x0, x1) = (x(d.edges[i]), x(d.edges[i + 1]));
-        let over = d.tmax_mean_s.is_some_and(|t| d.edges[i] >= t);
-        let _ = write!(
-            o,
-            "<rect x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{} - {}: {} calls</title></rect>",
-            y(cnt as f64),
-            (x1 - x0 - 0.5).max(0.8),
-            (h - pad_b) - y(cnt as f64),
-            if over { "#cf222e" } else { "#0969da" },
-            secs(d.edges[i]),
-            secs(d.edges[i + 1]),
-            count(cnt)
-        );
-    }
-    if let Some(t) = d.tmax_mean_s {
-        let xt = x(t);
-        let _ = write!(
-            o,
-            "<line x1=\"{xt:.1}\" x2=\"{xt:.1}\" y1=\"4\" y2=\"{}\" stroke=\"#a50f15\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/>\
-             <text x=\"{:.1}\" y=\"14\" font-size=\"11\" fill=\"#a50f15\">tmax {}</text>",
-            h - pad_b,
-            xt + 4.0,
-            esc(&secs(t))
-        );
-    }
-    let _ = write!(
-        o,
-        "<line x1=\"{pad_l}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#57606a\"/>",
-        w - 10.0,
-        h - pad_b,
-        h - pad_b
-    );
-    // Decade ticks.
-    let mut t = 10f64.powf(d.edges[0].log10().ceil());
-    while t <= d.edges[d.edges.len() - 1] {
-        let xt = x(t);
-        let _ = write!(
-            o,
-            "<line x1=\"{xt:.1}\" x2=\"{xt:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#57606a\"/>\
-             <text x=\"{xt:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
-            h - pad_b,
-            h - pad_b + 4.0,
-            h - pad_b + 15.0,
-            esc(&secs(t))
-        );
-        t *= 10.0;
-    }
-    let _ = write!(
-        o,
-        "<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">call time (log)</text>\
-         <text x=\"4\" y=\"12\" font-size=\"10\">calls (sqrt)</text></svg>",
-        w - 10.0,
-        h - 2.0
-    );
+    o.push_str("</tbody></table>\n");
 }
 
 pub(crate) fn site_details(o: &mut String, c: &Ctx, n: usize) {

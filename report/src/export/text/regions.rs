@@ -131,13 +131,8 @@ pub(super) fn methods_line(o: &mut String, c: &Ctx) {
     }
     let _ = writeln!(
         o,
-        "  Root causes  a late rank's code since it last met the waiting ranks (a collective, a \
-         completed message), up to the call they waited for, against theirs up to the wait (median, \
-         per pass); chains of waits followed only through ranks outside the waiting ones; a region \
-         named when at least {} longer and explaining at least {} of the overhead; causes add up \
-         to at most the site's overhead",
-        pct(crate::analysis::CAUSE_OF_REFERENCE),
-        pct(crate::analysis::CAUSE_OF_OVERHEAD)
+        "  Root causes  {}",
+        crate::export::prose::root_cause_rule()
     );
 }
 

@@ -90,6 +90,16 @@ pub fn mpi_flavor() -> &'static str {
     })
 }
 
+/// The launcher of [`mpi_flavor`] (`mpiover record` checks that the
+/// library was built for it).
+pub fn suite_launcher() -> &'static str {
+    if mpi_flavor() == "mpich" {
+        "mpiexec.mpich"
+    } else {
+        "mpirun"
+    }
+}
+
 /// `make` variables selecting the compilers of [`mpi_flavor`].
 pub fn make_vars() -> Vec<String> {
     if mpi_flavor() == "mpich" {

@@ -195,13 +195,7 @@ fn record_once(test: &str, np: u32, program: &Path, args: &[&str], profile: &Pat
     let example_name = program.file_name().and_then(|n| n.to_str()).unwrap_or("?");
     let dir = scratch(test);
     let run = dir.join("run");
-    // The launcher of the MPI under test (`mpiover record` checks that the
-    // library was built for it).
-    let launcher = if mpi_flavor() == "mpich" {
-        "mpiexec.mpich"
-    } else {
-        "mpirun"
-    };
+    let launcher = suite_launcher();
     let mut c = Command::new(mpiover_bin());
     c.arg("record")
         .arg("--lib")
