@@ -253,21 +253,14 @@ impl Explainer<'_> {
     }
 
     /// The late rank waited itself where its stretch began, for a rank
-    /// outside the waiting ones: why was that rank late? Only what the late
-    /// rank waited there beyond the waiting ranks (when they sat in the same
-    /// call, e.g. a collective) made it late to them, and a rank it waited
-    /// for that is among them, or already in the chain, met them there: no
-    /// lateness passes back through it.
+    /// outside the waiting ones: why was that rank late? Only what it waited
+    /// there for others than them made it late to them, and a rank it
+    /// waited for that is among them, or already in the chain, met them
+    /// there: no lateness passes back through it.
     fn chains(&mut self, q: &Question, waits: &[usize]) -> Vec<Found> {
         let mut found = Vec::new();
         for &a in waits {
-            let theirs = median(
-                q.waiting
-                    .iter()
-                    .map(|&w| self.sites.overhead_of(a, w))
-                    .collect(),
-            );
-            let own = self.sites.overhead_of(a, q.late) - theirs;
+            let own = self.sites.waited_beyond(a, q.late, q.waiting);
             if own <= 0.0 || own < OF_OVERHEAD * q.cap {
                 continue;
             }

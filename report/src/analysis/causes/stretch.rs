@@ -100,6 +100,24 @@ impl<'b> Sites<'b> {
         q
     }
 
+    /// What `rank` waited at site `a` that made it late to `others`: at a
+    /// point-to-point site or completion, its waits charged to peers outside
+    /// them; at a collective (or without waits per peer) its overhead beyond
+    /// theirs in the same call.
+    pub(super) fn waited_beyond(&self, a: usize, rank: u32, others: &[u32]) -> f64 {
+        let acc = &self.built[a].acc;
+        if !func_is_collective(&self.built[a].key.mpi) && !acc.pair_waits.is_empty() {
+            return acc
+                .pair_waits
+                .iter()
+                .filter(|(&(r, p), _)| r == rank && !others.contains(&p))
+                .map(|(_, w)| w.overhead.get())
+                .fold(0.0, |x, y| x + y);
+        }
+        let theirs = super::index::median(others.iter().map(|&w| self.overhead_of(a, w)).collect());
+        self.overhead_of(a, rank) - theirs
+    }
+
     /// The ranks `rank` waited for at site `a`.
     pub(super) fn waited_for_at(&self, a: usize, rank: u32) -> Vec<u32> {
         let b = &self.built[a];
