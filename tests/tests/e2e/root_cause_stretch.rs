@@ -420,3 +420,29 @@ fn root_causes_of_a_pipeline_leave_its_fill_and_drain_unexplained() {
         "the text report does not say what is left unexplained:\n{text}"
     );
 }
+
+/// A balanced program: no cause at any site, in the job log as in the
+/// per-rank records.
+#[test]
+fn root_cause_of_a_balanced_program_is_none_in_either_format() {
+    let (out, reports) = record_both(
+        "root_cause_of_a_balanced_program_is_none_in_either_format",
+        2,
+        &example("root_cause"),
+        &["balanced", "20", "0", "10"],
+        calibrated_profile(),
+    );
+    for (report, what) in reports.iter().zip(FORMATS) {
+        assert!(
+            report["regions"].as_array().is_some_and(|v| !v.is_empty()),
+            "{what}: no regions\n{}",
+            out.dump()
+        );
+        for s in sites(report) {
+            assert!(
+                causes(s).is_empty(),
+                "{what}: a root cause in a balanced program:\n{s:#}"
+            );
+        }
+    }
+}

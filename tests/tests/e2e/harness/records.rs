@@ -113,8 +113,13 @@ pub fn split_both(run: &Path, dir: &Path) -> (PathBuf, PathBuf) {
 }
 
 /// A JSON report without its run directory (the one thing two reports of
-/// the same run from different directories differ in).
+/// the same run from different directories differ in: the run's `dir`, and
+/// the no-profile hint's command that re-analyses that directory).
 pub fn without_dir(mut v: serde_json::Value) -> serde_json::Value {
+    let dir = v["run"]["dir"].as_str().map(str::to_string);
     v["run"]["dir"] = serde_json::Value::Null;
+    if let (Some(dir), Some(hint)) = (dir, v["methods"]["hint"].as_str()) {
+        v["methods"]["hint"] = hint.replace(&dir, "RUN_DIR").into();
+    }
     v
 }
