@@ -212,10 +212,17 @@ fn mpich_only_install_prefix_of_the_other_mpi_says_which_to_use() {
 
     let run = dir.join("run");
     let out = record_from(&ompi, None, &run, &[]);
+    // The program runs, unprofiled, to its own end; `mpiover record` then
+    // exits 1 because nothing was recorded, so that scripts notice.
+    assert!(
+        out.stdout.contains("late_sender: ranks 2"),
+        "the program runs, unprofiled: {}",
+        out.dump()
+    );
     assert_eq!(
         out.code(),
-        Some(0),
-        "the program runs, unprofiled: {}",
+        Some(1),
+        "nothing recorded is an exit status of 1: {}",
         out.dump()
     );
     let warning: Vec<&str> = out
