@@ -224,6 +224,22 @@ fn root_causes_of_phases_one_after_another_stay_in_their_phase() {
                 );
             }
         }
+        // The clean exchanges after the phases: none of their short waits
+        // is charged to a phase's late code.
+        let waits: Vec<u64> = phases.iter().map(|p| l(p.0)).collect();
+        for s in sites(report) {
+            if s["line"].as_u64().is_some_and(|x| waits.contains(&x)) {
+                continue;
+            }
+            // (A region may begin at the last phase's last call: the
+            // clean exchanges' own code starts there.)
+            for c in causes(s) {
+                assert!(
+                    !marked.contains(&end(c, "to").0),
+                    "{what}: a phase's code named at a site of the clean exchanges\n{s:#}"
+                );
+            }
+        }
         assert_shares_add_up(report, what);
     }
 }

@@ -233,8 +233,16 @@ impl Explainer<'_> {
                 continue;
             }
             // The passes both sides made: a call after a loop is not
-            // charged the loop's passes through the same send.
-            let passes = (t.entries as f64).min(reference.entries.max(1.0));
+            // charged the loop's passes through the same send. And an
+            // excess of e per pass makes waits of about e: none when no
+            // call of X took half that long (a send of an earlier phase to
+            // the same rank does not explain the short waits of a later
+            // exchange).
+            let passes = if self.sites.longest_call(q.x) < e / 2.0 {
+                0.0
+            } else {
+                (t.entries as f64).min(reference.entries.max(1.0))
+            };
             let explained = (e * passes * q.waiting.len() as f64).min(q.cap);
             found.extend(self.regions_of(&q, &s, keep, t.entries, &reference, e, explained));
         }

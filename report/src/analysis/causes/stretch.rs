@@ -66,6 +66,11 @@ impl<'b> Sites<'b> {
         self.row(site, rank).and_then(|r| r.overhead).unwrap_or(0.0)
     }
 
+    /// The longest call at site `x`, of any rank.
+    pub(super) fn longest_call(&self, x: usize) -> f64 {
+        self.built[x].acc.max
+    }
+
     pub(super) fn has_pair(&self, site: usize, rank: u32, peer: u32) -> bool {
         self.built[site].acc.pairs.contains_key(&(rank, peer))
     }
@@ -77,13 +82,34 @@ impl<'b> Sites<'b> {
             Some(WaitState::LateReceiver) => Direction::Recv,
             _ => return vec![x],
         };
-        (0..self.built.len())
+        let all: Vec<usize> = (0..self.built.len())
             .filter(|&s| {
                 let dir = catalogue::get(&self.built[s].key.mpi).map(|f| f.direction);
                 (dir == Some(want) || dir == Some(Direction::Both))
                     && waiting.iter().any(|&w| self.has_pair(s, late, w))
             })
-            .collect()
+            .collect();
+        // A blocking send or receive is matched by the calls that move
+        // messages of its size, when there are any: the late rank's sends
+        // of 8 bytes in one phase are not what a receive of 1 MiB in the
+        // next waited for.
+        let blocking = catalogue::get(&self.built[x].key.mpi)
+            .is_some_and(|f| matches!(f.class, EventClass::Send | EventClass::Recv));
+        let size = |s: usize| {
+            let a = &self.built[s].acc;
+            (a.calls > 0).then(|| a.bytes as f64 / a.calls as f64)
+        };
+        if let (true, Some(bx)) = (blocking, size(x)) {
+            let same: Vec<usize> = all
+                .iter()
+                .copied()
+                .filter(|&s| size(s).is_some_and(|b| (b - bx).abs() <= 0.01 * bx))
+                .collect();
+            if !same.is_empty() {
+                return same;
+            }
+        }
+        all
     }
 
     /// The peers `rank` waited for at site `a`, as its calls there were
