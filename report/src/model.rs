@@ -313,7 +313,8 @@ pub struct SiteReport {
     /// stands out of the noise; absent for sites without a wait state).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root_causes: Option<Vec<RootCause>>,
-    /// The part of the overhead the root causes explain together (0..1);
+    /// The part of the overhead the root causes explain together (0..1),
+    /// those beyond the five listed included;
     /// the rest is waiting that no late rank's extra work accounts for
     /// (the order of dependencies, as a pipeline filling and draining, or
     /// work the regions cannot see). Absent without a wait state.

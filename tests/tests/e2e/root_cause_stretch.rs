@@ -35,28 +35,21 @@ fn end(c: &Value, which: &str) -> (u64, String) {
 }
 
 /// A run recorded in both formats, reported from each against the profile
-/// it was recorded with: (outcome, [per-rank records' report, job log's]).
+/// it was recorded with: (outcome, [per-rank records' report, job log's],
+/// the per-rank records' directory).
 fn record_both(
     test: &str,
     np: u32,
     program: &std::path::Path,
     args: &[&str],
     prof: &std::path::Path,
-) -> (Outcome, [Value; 2]) {
-    let dir = scratch(test);
-    let both = dir.join("both");
-    let out = Job::program(np, program, args, &dir)
-        .profiled(&both)
-        .env("MPIOVER_FORMAT", "both")
-        .env("MPIOVER_PROFILE", prof.display().to_string())
-        .run();
-    out.assert_success();
-    let (log_only, files_only) = split_both(&both, &dir);
+) -> (Outcome, [Value; 2], std::path::PathBuf) {
+    let (out, log_only, files_only) = record_both_formats(test, np, program, args, prof);
     let reports = [
         report_json(&files_only, prof, &out),
         report_json(&log_only, prof, &out),
     ];
-    (out, reports)
+    (out, reports, files_only)
 }
 
 const FORMATS: [&str; 2] = ["per-rank records", "job log"];
@@ -73,7 +66,11 @@ fn assert_shares_add_up(report: &Value, what: &str) {
             s["mpi_function"]
         );
         if let Some(x) = s["root_causes_share"].as_f64() {
-            assert!((x - sum.min(1.0)).abs() < 1e-6, "{what}: {s:#}");
+            // The listed causes' shares, and those beyond the five listed.
+            assert!(x <= 1.0 + 1e-9 && x + 1e-6 >= sum.min(1.0), "{what}: {s:#}");
+            if causes(s).len() < 5 {
+                assert!((x - sum).abs() < 1e-6, "{what}: {s:#}");
+            }
         }
     }
 }
@@ -92,7 +89,7 @@ fn site_of<'a>(report: &'a Value, path: &str, tag: &str, mpi: &str, what: &str) 
 #[test]
 fn root_cause_of_a_halo_whose_late_rank_computes_before_posting_its_receives() {
     const FILE: &str = "nonblocking/halo3d.c";
-    let (out, reports) = record_both(
+    let (out, reports, _) = record_both(
         "root_cause_of_a_halo_whose_late_rank_computes_before_posting_its_receives",
         2,
         &example_in("nonblocking", "halo3d"),
@@ -145,7 +142,7 @@ fn root_cause_of_a_halo_whose_late_rank_computes_before_posting_its_receives() {
 #[test]
 fn root_causes_of_phases_one_after_another_stay_in_their_phase() {
     const FILE: &str = "accuracy.c";
-    let (out, reports) = record_both(
+    let (out, reports, _) = record_both(
         "root_causes_of_phases_one_after_another_stay_in_their_phase",
         2,
         &example("accuracy"),
@@ -247,7 +244,7 @@ fn root_causes_of_phases_one_after_another_stay_in_their_phase() {
 #[test]
 fn root_cause_of_a_wildcard_receive_is_the_sender_its_status_named() {
     const FILE: &str = "root_cause.c";
-    let (out, reports) = record_both(
+    let (out, reports, _) = record_both(
         "root_cause_of_a_wildcard_receive_is_the_sender_its_status_named",
         3,
         &example("root_cause"),
@@ -286,7 +283,7 @@ fn root_cause_of_a_wildcard_receive_is_the_sender_its_status_named() {
 #[test]
 fn root_causes_of_a_collective_after_point_to_point_phases_do_not_cross_them() {
     const FILE: &str = "root_cause.c";
-    let (out, reports) = record_both(
+    let (out, reports, _) = record_both(
         "root_causes_of_a_collective_after_point_to_point_phases_do_not_cross_them",
         3,
         &example("root_cause"),
@@ -343,7 +340,7 @@ fn root_causes_of_a_collective_after_point_to_point_phases_do_not_cross_them() {
 #[test]
 fn root_cause_of_a_site_of_few_calls_after_a_loop_of_many() {
     const FILE: &str = "root_cause.c";
-    let (out, reports) = record_both(
+    let (out, reports, _) = record_both(
         "root_cause_of_a_site_of_few_calls_after_a_loop_of_many",
         2,
         &example("root_cause"),
@@ -390,7 +387,8 @@ fn root_cause_of_a_site_of_few_calls_after_a_loop_of_many() {
 fn root_causes_of_a_pipeline_leave_its_fill_and_drain_unexplained() {
     let test = "root_causes_of_a_pipeline_leave_its_fill_and_drain_unexplained";
     let prof = calibrated_profile();
-    let (out, reports) = record_both(test, 2, &example("wavefront"), &["6", "10"], prof);
+    let (out, reports, files_only) =
+        record_both(test, 2, &example("wavefront"), &["6", "10"], prof);
     for (report, what) in reports.iter().zip(FORMATS) {
         let s = site_of(
             report,
@@ -418,12 +416,7 @@ fn root_causes_of_a_pipeline_leave_its_fill_and_drain_unexplained() {
     }
     let text = std::process::Command::new(mpiover_bin())
         .arg("report")
-        .arg(
-            std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-                .join("e2e")
-                .join(test)
-                .join("files_only"),
-        )
+        .arg(&files_only)
         .arg("--profile")
         .arg(prof)
         .env_remove("LD_PRELOAD")
@@ -441,7 +434,7 @@ fn root_causes_of_a_pipeline_leave_its_fill_and_drain_unexplained() {
 /// per-rank records.
 #[test]
 fn root_cause_of_a_balanced_program_is_none_in_either_format() {
-    let (out, reports) = record_both(
+    let (out, reports, _) = record_both(
         "root_cause_of_a_balanced_program_is_none_in_either_format",
         2,
         &example("root_cause"),

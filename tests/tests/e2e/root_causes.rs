@@ -176,17 +176,13 @@ fn root_cause_of_a_balanced_program_is_none() {
 
 #[test]
 fn root_causes_of_the_job_log_equal_those_of_the_per_rank_records() {
-    let np = 3;
-    let dir = scratch("root_causes_of_the_job_log_equal_those_of_the_per_rank_records");
-    let both = dir.join("both");
-    let prof = calibrated_profile();
-    let out = Job::new(np, "root_cause", &["chain", "5", "20"], &dir)
-        .profiled(&both)
-        .env("MPIOVER_FORMAT", "both")
-        .env("MPIOVER_PROFILE", prof.display().to_string())
-        .run();
-    out.assert_success();
-    let (log_only, files_only) = split_both(&both, &dir);
+    let (out, log_only, files_only) = record_both_formats(
+        "root_causes_of_the_job_log_equal_those_of_the_per_rank_records",
+        3,
+        &example("root_cause"),
+        &["chain", "5", "20"],
+        calibrated_profile(),
+    );
     // Without a profile: the report on per-rank records would evaluate
     // every call against a given one again, while a merged log keeps the
     // run's own figures per rank; both use the tmax the records carry.

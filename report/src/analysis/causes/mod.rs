@@ -62,6 +62,19 @@ struct Found {
     explained: f64,
 }
 
+/// What a late rank's stretch took beyond the waiting ranks'.
+struct Excess {
+    /// The whole stretch was compared (no region began at a meeting the
+    /// waiting ranks' stretches began at).
+    whole: bool,
+    /// The stretch's passes.
+    entries: u64,
+    /// Its excess per pass, seconds.
+    per_pass: f64,
+    /// The seconds of the asked overhead it explains.
+    explained: f64,
+}
+
 /// The waiting side of a question: each sampled waiting rank's stretch up
 /// to X since it last met the late rank, per pass.
 struct Reference {
@@ -130,20 +143,17 @@ impl Explainer<'_> {
         }
     }
 
-    /// The regions of the late rank's stretch (those `keep` keeps) that
-    /// hold its excess `e` per pass over the waiting ranks, each with its
-    /// part of the excess and of `explained`.
-    #[allow(clippy::too_many_arguments)]
+    /// The regions of the late rank's stretch that hold its excess over
+    /// the waiting ranks, each with its part of the excess and of what the
+    /// stretch explains.
     fn regions_of(
         &self,
         q: &Question,
         s: &Stretch,
-        keep: &dyn Fn(Boundary) -> bool,
-        entries: u64,
+        x: &Excess,
         reference: &Reference,
-        e: f64,
-        explained: f64,
     ) -> Vec<Found> {
+        let entries = x.entries;
         // Per region: how much longer each of the late rank's passes
         // through it took than the waiting ranks' passes through the same
         // code (their median), over the late rank's passes, per pass of the
@@ -154,7 +164,10 @@ impl Explainer<'_> {
         let per_region: Vec<(&RegionId, f64, f64)> = s
             .parts
             .iter()
-            .filter(|p| p.boundary.is_none_or(keep))
+            .filter(|p| {
+                p.boundary
+                    .is_none_or(|b| x.whole || reference.same_phase(b))
+            })
             .filter_map(|p| {
                 let id = p.region?;
                 let mine = self.index.row(id, q.late)?;
@@ -169,8 +182,8 @@ impl Explainer<'_> {
                         })
                         .collect(),
                 );
-                let x = (mine.time / calls - theirs) * calls / entries as f64;
-                Some((id, x, theirs * calls / entries as f64))
+                let more = (mine.time / calls - theirs) * calls / entries as f64;
+                Some((id, more, theirs * calls / entries as f64))
             })
             .collect();
         let positive: f64 = per_region.iter().map(|r| r.1.max(0.0)).sum();
@@ -179,16 +192,16 @@ impl Explainer<'_> {
         }
         per_region
             .into_iter()
-            .filter(|&(_, x, theirs)| x > 0.0 && x >= OF_REFERENCE * theirs)
-            .map(|(id, x, _)| Found {
+            .filter(|&(_, more, theirs)| more > 0.0 && more >= OF_REFERENCE * theirs)
+            .map(|(id, more, _)| Found {
                 cause: RootCause {
                     rank: q.late,
                     region: region_ref(id),
-                    excess_s: e * entries as f64 * x / positive,
+                    excess_s: x.per_pass * entries as f64 * more / positive,
                     share: 0.0,
                     via: q.via.clone(),
                 },
-                explained: explained * x / positive,
+                explained: x.explained * more / positive,
             })
             .filter(|f| f.explained >= OF_OVERHEAD * q.cap)
             .collect()
@@ -217,13 +230,10 @@ impl Explainer<'_> {
             // Only the same phase as the waiting ranks' stretches; when no
             // region began at a meeting they began at (the ranks run other
             // code: MPMD, master and workers), the whole stretch.
-            let same: &dyn Fn(Boundary) -> bool = &|b| reference.same_phase(b);
-            let all: &dyn Fn(Boundary) -> bool = &|_| true;
-            let mut keep = same;
-            let mut t = s.totals(keep);
-            if t.entries == 0 {
-                keep = all;
-                t = s.totals(keep);
+            let mut t = s.totals(|b| reference.same_phase(b));
+            let whole = t.entries == 0;
+            if whole {
+                t = s.totals(|_| true);
             }
             let Some(mine) = t.per_pass() else {
                 continue;
@@ -243,8 +253,13 @@ impl Explainer<'_> {
             } else {
                 (t.entries as f64).min(reference.entries.max(1.0))
             };
-            let explained = (e * passes * q.waiting.len() as f64).min(q.cap);
-            found.extend(self.regions_of(&q, &s, keep, t.entries, &reference, e, explained));
+            let x = Excess {
+                whole,
+                entries: t.entries,
+                per_pass: e,
+                explained: (e * passes * q.waiting.len() as f64).min(q.cap),
+            };
+            found.extend(self.regions_of(&q, &s, &x, &reference));
         }
         if q.depth < MAX_DEPTH {
             found.extend(self.chains(&q, &waits));
@@ -293,8 +308,14 @@ impl Explainer<'_> {
 }
 
 /// The causes of one site: every late rank asked with its part of the
-/// overhead, duplicates merged, the largest share first.
-fn causes_of<'e>(sites: &'e Sites<'e>, index: &'e RegionIndex<'e>, x: usize) -> Vec<RootCause> {
+/// overhead, duplicates merged, the largest share first; and the part of
+/// the overhead they explain together, those left out by the cap on their
+/// number included.
+fn causes_of<'e>(
+    sites: &'e Sites<'e>,
+    index: &'e RegionIndex<'e>,
+    x: usize,
+) -> (Vec<RootCause>, f64) {
     let b = &sites.built[x];
     let site_overhead = b.report.overhead_s.unwrap_or(0.0);
     let mut ex = Explainer {
@@ -370,8 +391,9 @@ fn causes_of<'e>(sites: &'e Sites<'e>, index: &'e RegionIndex<'e>, x: usize) -> 
             .then(b.excess_s.total_cmp(&a.excess_s))
             .then(a.rank.cmp(&b.rank))
     });
+    let explained = causes.iter().map(|c| c.share).fold(0.0, |a, b| a + b);
     causes.truncate(MAX_CAUSES);
-    causes
+    (causes, explained.min(1.0))
 }
 
 /// Fills `root_causes` of every site with a wait state, and the part of
@@ -381,7 +403,7 @@ pub(crate) fn root_causes(
     index: &RegionIndex,
     wait: &HashMap<(u32, u32), PeerAcc>,
 ) {
-    let mut found: Vec<(usize, Vec<RootCause>)> = Vec::new();
+    let mut found: Vec<(usize, (Vec<RootCause>, f64))> = Vec::new();
     {
         let by_key: HashMap<&SiteKey, usize> =
             built.iter().enumerate().map(|(i, b)| (&b.key, i)).collect();
@@ -392,9 +414,8 @@ pub(crate) fn root_causes(
             }
         }
     }
-    for (x, causes) in found {
-        let explained = causes.iter().map(|c| c.share).fold(0.0, |a, b| a + b);
-        built[x].report.root_causes_share = Some(explained.min(1.0));
+    for (x, (causes, explained)) in found {
+        built[x].report.root_causes_share = Some(explained);
         built[x].report.root_causes = Some(causes);
     }
 }

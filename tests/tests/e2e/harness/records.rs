@@ -91,6 +91,29 @@ pub fn check_record_basics(r: &Record, np: u32, program: &str) {
     }
 }
 
+/// A run of `program` on `np` ranks recorded in both formats with `profile`
+/// (`MPIOVER_FORMAT=both`, `MPIOVER_PROFILE`) into the scratch directory of
+/// `test`, split as [`split_both`] splits it: (outcome, log_only,
+/// files_only).
+pub fn record_both_formats(
+    test: &str,
+    np: u32,
+    program: &Path,
+    args: &[&str],
+    profile: &Path,
+) -> (Outcome, PathBuf, PathBuf) {
+    let dir = scratch(test);
+    let both = dir.join("both");
+    let out = Job::program(np, program, args, &dir)
+        .profiled(&both)
+        .env("MPIOVER_FORMAT", "both")
+        .env("MPIOVER_PROFILE", profile.display().to_string())
+        .run();
+    out.assert_success();
+    let (log_only, files_only) = split_both(&both, &dir);
+    (out, log_only, files_only)
+}
+
 /// A run of `MPIOVER_FORMAT=both` split in two directories under `dir`:
 /// `log_only` with the job log, `files_only` with the per-rank records, so
 /// that the report of each can be compared.
