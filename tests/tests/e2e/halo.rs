@@ -146,15 +146,20 @@ fn check_completions(r: &Run, ctx: &str) {
     for rec in &r.records {
         assert!(
             !rec.warnings.iter().any(|w| w.contains("unmatched")),
-            "rank {}: {:?}\n{ctx}",
+            "rank {}: {:?}\n{ctx}\nrank {} warned of unmatched completions",
             rec.rank,
-            rec.warnings
+            rec.warnings,
+            rec.rank
         );
         for e in &rec.entries {
             if e.function == "MPI_Waitall" {
                 let q = e.requests.expect("a Waitall entry says what it completed");
                 assert_eq!(q.recv, q.send, "rank {}: {q:?}\n{ctx}", rec.rank);
-                assert!(e.tmax_s.is_some(), "rank {}: online tmax\n{ctx}", rec.rank);
+                assert!(
+                    e.tmax_s.is_some(),
+                    "rank {r}: no online tmax\n{ctx}\nrank {r}: no online tmax",
+                    r = rec.rank
+                );
             }
         }
     }
@@ -183,14 +188,14 @@ fn halo_late_neighbour_is_overhead_at_the_waitall_charged_to_it_and_its_irecv_li
     let irecv = format!("{FILE}:{}", line("halo-irecv"));
     assert!(
         w["posted_at"].as_str().is_some_and(|p| p.ends_with(&irecv)),
-        "waited_for names {} instead of {irecv}\n{ctx}",
-        w["posted_at"]
+        "waited_for names {p} instead of {irecv}\n{ctx}\nwaited_for names {p} instead of {irecv}",
+        p = w["posted_at"]
     );
     assert!(
         s["posted_at"].as_array().is_some_and(|a| a
             .iter()
             .any(|p| p.as_str().is_some_and(|p| p.ends_with(&irecv)))),
-        "{ctx}"
+        "{ctx}\nthe Waitall's posted_at lacks {irecv}"
     );
     // The wait matrix: each waiting rank's cell on the late rank holds what
     // it waited, within 15 % of the injected delay.
@@ -216,7 +221,7 @@ fn halo_late_neighbour_is_overhead_at_the_waitall_charged_to_it_and_its_irecv_li
         post["completed_at"].as_array().is_some_and(|a| a
             .iter()
             .any(|p| p.as_str().is_some_and(|p| p.ends_with(&waitall)))),
-        "{ctx}"
+        "{ctx}\nthe Irecv's completed_at lacks {waitall}"
     );
 }
 

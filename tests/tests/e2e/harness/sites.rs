@@ -79,14 +79,19 @@ pub fn dump_sites(r: &Record) -> String {
     s
 }
 
-/// Asserts `actual` is within `rel` (relative) of `expected`.
+/// Asserts `actual` is within `rel` (relative) of `expected`. The finding is
+/// said again after the context: a CI log that keeps only a failure's head and
+/// tail still shows it.
 pub fn assert_close(what: &str, actual: f64, expected: f64, rel: f64, context: &str) {
-    assert!(
-        (actual - expected).abs() <= rel * expected,
-        "{what}: {:.3} ms, expected {:.3} ms +- {:.0} %\n{context}",
+    let finding = format!(
+        "{what}: {:.3} ms, expected {:.3} ms +- {:.0} %",
         actual * 1e3,
         expected * 1e3,
         rel * 100.0
+    );
+    assert!(
+        (actual - expected).abs() <= rel * expected,
+        "{finding}\n{context}\n{finding}"
     );
 }
 
