@@ -10,6 +10,11 @@
  *   sigbus     the last rank raises SIGBUS itself           (dies of SIGBUS)
  *   overflow   the last rank recurses without end           (dies of SIGSEGV,
  *              with no stack left for a signal handler)
+ *   killfinal  the others go on to MPI_Finalize; the last rank waits 300 ms
+ *              (the others are inside it by then) and kills itself with
+ *              SIGKILL, which no handler sees
+ *   exitfinal  the same, but the last rank returns from main without
+ *              MPI_Finalize (exit status 0)
  *   wait PIDFILE  the last rank writes its pid to PIDFILE (written to
  *              PIDFILE.tmp, then renamed) and sleeps, so a test can send it,
  *              or mpirun, SIGTERM; after 60 s it gives up and ends normally.
@@ -43,8 +48,9 @@ int main(int argc, char **argv)
 
     if (strcmp(mode, "abort") != 0 && strcmp(mode, "sigterm") != 0 &&
         strcmp(mode, "sigint") != 0 && strcmp(mode, "sigbus") != 0 &&
-        strcmp(mode, "overflow") != 0 && !(strcmp(mode, "wait") == 0 && argc > 2)) {
-        fprintf(stderr, "usage: crash abort|sigterm|sigint|sigbus|overflow|wait PIDFILE\n");
+        strcmp(mode, "overflow") != 0 && strcmp(mode, "killfinal") != 0 &&
+        strcmp(mode, "exitfinal") != 0 && !(strcmp(mode, "wait") == 0 && argc > 2)) {
+        fprintf(stderr, "usage: crash abort|sigterm|sigint|sigbus|overflow|killfinal|exitfinal|wait PIDFILE\n");
         return 2;
     }
     MPI_Init(&argc, &argv);
@@ -73,6 +79,17 @@ int main(int argc, char **argv)
     if (size > 1 && rank == size - 1)
         MPI_Recv(&go, 1, MPI_INT, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 
+    if (strcmp(mode, "killfinal") == 0 || strcmp(mode, "exitfinal") == 0) {
+        /* The others are in MPI_Finalize while the last rank ends. */
+        if (rank == size - 1) {
+            sleep_ms(300);
+            if (strcmp(mode, "killfinal") == 0)
+                raise(SIGKILL);
+            return 0;
+        }
+        MPI_Finalize();
+        return 0;
+    }
     if (rank == size - 1) {
         if (strcmp(mode, "abort") == 0) {
             abort();

@@ -14,6 +14,10 @@ use crate::histogram::Histogram;
 
 pub const RECORD_SCHEMA: &str = "mpiover-record/1";
 
+/// `finished` of a record written at `MPI_Finalize` just before the job log
+/// merge; it stays only when the job ended during the merge.
+pub const FINISHED_AT_MERGE: &str = "merge";
+
 /// File name of a rank's record inside the run directory.
 pub fn rank_file_name(rank: u32) -> String {
     format!("rank-{rank:06}.json")

@@ -69,6 +69,7 @@ mod merge_tree;
 pub mod signal_actions;
 pub mod site_ref;
 pub mod sites;
+mod spare;
 pub mod tail_call;
 // The timer lives in the shared crate so that mpiover-calibrate measures
 // durations with the very clock the wrappers use.

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering::*};
 
 use mpiover_common::histogram::Histogram;
 use mpiover_common::record::{self, Entry, Folded, FunctionTotal, Record, Timer, Tool};
@@ -25,25 +25,11 @@ use crate::rt::{self, CallKey, KeyStats, SiteRef};
 use crate::run::INFO;
 use crate::timer;
 
-/// The record being merged into the job log, while the merge runs.
-static MERGING: AtomicPtr<Record> = AtomicPtr::new(std::ptr::null_mut());
-
-/// On a fatal signal during the job log merge: writes the record being
-/// merged as this rank's own file, marked `finished`; false when no merge
-/// runs (or the record was taken already).
-pub fn save_merging(finished: &str) -> bool {
-    let p = MERGING.swap(std::ptr::null_mut(), SeqCst);
-    let (Some(info), false) = (INFO.get(), p.is_null()) else {
-        return false;
-    };
-    let Some(dir) = info.dir.as_ref() else {
-        return false;
-    };
-    // SAFETY: `p` came from Box::into_raw in `write_now` and is never freed;
-    // the swap above made this call its only user.
-    let mut rec = unsafe { (*p).clone() };
-    rec.finished = finished.to_string();
-    save(info, dir, &rec)
+/// On a fatal signal during the job log merge: makes sure the record kept
+/// for it is this rank's own file; false when no merge runs.
+/// Async-signal-safe (see `spare`).
+pub fn save_merging() -> bool {
+    crate::spare::write_in_handler()
 }
 
 /// Set when writing starts (recording cannot be switched on again).
@@ -492,20 +478,35 @@ fn write_now(finished: &str, when: When) {
     let t2 = timer::mono_ns();
     if when == When::Merge {
         // The sites are resolved once for the job inside the merge. While it
-        // waits in MPI a peer may die, and mpirun then signals this rank:
-        // its handler writes this record on its own (`save_merging`), with
-        // the sites as they are. Leaked on purpose: once per process, and a
-        // handler on another thread may still hold it.
+        // waits in MPI a peer may die, and the launcher then ends the job:
+        // the record is in this rank's own file before the merge starts
+        // (see `spare`), with the sites as they are (the report resolves
+        // them from the modules).
         let mut unresolved = rec.clone();
         for s in unresolved.sites.iter_mut().filter(|s| s.note.is_none()) {
-            s.note = Some("unresolved (signal during the job log merge)".into());
+            s.note = Some("unresolved (written before the job log merge)".into());
         }
-        MERGING.store(Box::into_raw(Box::new(unresolved)), SeqCst);
+        let spare = crate::spare::Spare::of(&unresolved, dir, info.head.rank, info.head.pid);
+        drop(unresolved);
+        if let Some(mut spare) = spare {
+            if info.head.ranks <= crate::spare::FILE_MAX_RANKS {
+                spare.write_now();
+            }
+            crate::spare::keep(spare);
+        }
+        if signal_came() {
+            // The launcher is ending the job while the record was built: the
+            // merge would wait for ranks that are gone. The spare stays as
+            // this rank's record; the signal is delivered after.
+            crate::spare::write_in_handler();
+            return;
+        }
         let merged = crate::merge::into_job_log(info, dir, &mut rec, &addrs, &mut |rec, done| {
             resolve_sites(info, when, rec, &addrs, done)
         });
-        MERGING.store(std::ptr::null_mut(), SeqCst);
-        if merged && crate::run::format() == crate::opt::Format::Log {
+        let log_only = merged && crate::run::format() == crate::opt::Format::Log;
+        crate::spare::take(log_only);
+        if log_only {
             return;
         }
     } else {
@@ -525,6 +526,12 @@ fn write_now(finished: &str, when: When) {
             timer::mono_ns().wrapping_sub(t3) as f64 * 1e-6
         );
     }
+}
+
+/// Whether a signal came while this thread wrote (held back until the
+/// write is done) or another thread's handler waits for the write.
+fn signal_came() -> bool {
+    PENDING_SIG.load(SeqCst) != 0 || WAITING_SIG.load(SeqCst) != 0
 }
 
 /// Writes `rec` to a temporary name and renames it into place; false (and

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::record::Record;
+use crate::record::{Record, FINISHED_AT_MERGE as MERGE_CUT};
 
 use super::*;
 
@@ -141,7 +141,11 @@ impl RunCheck {
         }
         for (how, mut ranks) in self.not_finalized {
             ranks.sort_unstable();
-            warnings.push(RunWarning::NotFinalized { how, ranks });
+            warnings.push(if how == MERGE_CUT {
+                RunWarning::MergeCut { ranks }
+            } else {
+                RunWarning::NotFinalized { how, ranks }
+            });
         }
         Some(RunSummary {
             run_id: first.run_id,

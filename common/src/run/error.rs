@@ -97,6 +97,9 @@ pub enum RunWarning {
     /// Ranks whose record is a file of its own beside the job log (they did
     /// not reach the merge at `MPI_Finalize`).
     OutsideTheLog { ranks: Vec<u32> },
+    /// Ranks that reached `MPI_Finalize` while the job ended during the job
+    /// log merge: their records, written before the merge, are whole.
+    MergeCut { ranks: Vec<u32> },
 }
 
 impl fmt::Display for RunWarning {
@@ -104,7 +107,9 @@ impl fmt::Display for RunWarning {
         match self {
             RunWarning::MissingRanks { missing, ranks } => write!(
                 f,
-                "{} of {ranks} ranks have no record ({}): they were probably killed before writing it; the report covers the other {}",
+                "{} of {ranks} ranks have no record ({}): they ended without writing one (killed with \
+                 SIGKILL, by the launcher once its grace period was over or by the out-of-memory \
+                 killer); the report covers the other {}",
                 missing.len(),
                 rank_list(missing, 10),
                 *ranks as usize - missing.len()
@@ -113,6 +118,13 @@ impl fmt::Display for RunWarning {
                 f,
                 "{} rank(s) came from records of their own ({}), the others from the job log: \
                  they did not reach its merge at MPI_Finalize",
+                ranks.len(),
+                rank_list(ranks, 10)
+            ),
+            RunWarning::MergeCut { ranks } => write!(
+                f,
+                "the job ended during the job log merge at MPI_Finalize: {} rank(s) that had reached \
+                 it ({}) left the records they wrote before the merge, whole up to MPI_Finalize",
                 ranks.len(),
                 rank_list(ranks, 10)
             ),

@@ -182,7 +182,7 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
     let Some(old) = old_action(sig) else { return };
     let fatal_anyway = matches!(sig, libc::SIGSEGV | libc::SIGBUS | libc::SIGABRT);
     let dies = old.sa_sigaction == libc::SIG_DFL || fatal_anyway;
-    if dies && crate::write::save_merging(SIGNALS[i].1) {
+    if dies && crate::write::save_merging() {
         // Killed while merging the job log (a peer died): this rank's
         // record is written on its own; the signal takes its course.
     } else if dies {

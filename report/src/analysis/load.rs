@@ -49,6 +49,7 @@ pub fn analyze_dir(
     let errors: Mutex<Vec<(usize, RunError)>> = Mutex::new(Vec::new());
     let infos: Mutex<Vec<(usize, RankInfo)>> = Mutex::new(Vec::with_capacity(n));
     let mut total = merged.unwrap_or_default();
+    let symbols = super::symbols::Symbols::new();
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
@@ -65,7 +66,8 @@ pub fn analyze_dir(
                         }
                         let src = &sources[i];
                         match src.read() {
-                            Ok(rec) => {
+                            Ok(mut rec) => {
+                                symbols.resolve(&mut rec);
                                 my_infos.push((i, RankInfo::of_source(src, &rec)));
                                 agg.add_record(&rec, tmax, rdv);
                             }

@@ -43,6 +43,7 @@ mod late;
 mod load;
 mod per_rank;
 mod rendezvous;
+mod symbols;
 #[cfg(test)]
 mod tests;
 

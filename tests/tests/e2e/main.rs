@@ -26,6 +26,7 @@ mod html_layout;
 mod install;
 mod joblog;
 mod large_count;
+mod merge_faults;
 mod nonblocking;
 mod pcontrol;
 mod profile_use;
