@@ -14,6 +14,7 @@
 
 use std::os::raw::{c_int, c_void};
 use std::path::Path;
+use std::sync::atomic::Ordering::SeqCst;
 
 use mpiover_aggregate::JobAggregate;
 use mpiover_common::joblog::{LogHeader, LogWriter, LOG_FILE_NAME, MERGED_LOG_SCHEMA};
@@ -193,10 +194,20 @@ fn root(
         Ok(()) => Ok(true),
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
-            warn(&format!(
-                "cannot write {}: {e}",
-                dir.join(LOG_FILE_NAME).display()
-            ));
+            let log = dir.join(LOG_FILE_NAME);
+            if crate::write::dir_wide(&e) {
+                // The per-rank records that follow meet the same fault: one
+                // message for the job.
+                if !crate::run::quiet() && !crate::write::DIR_WARNED.swap(true, SeqCst) {
+                    eprintln!(
+                        "mpiover: warning: cannot write {}: {e}; the ranks' own records cannot \
+                         be written there either",
+                        log.display()
+                    );
+                }
+            } else {
+                warn(&format!("cannot write {}: {e}", log.display()));
+            }
             Ok(false)
         }
     }

@@ -553,15 +553,49 @@ fn save(info: &crate::run::RunInfo, dir: &std::path::Path, rec: &Record) -> bool
         Ok(()) => true,
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
-            if !crate::run::quiet() {
+            let wide = dir_wide(&e);
+            // The directory's own fault (full, read-only, not allowed) meets
+            // every rank: rank 0 says it for all, once, so that a job of a
+            // thousand ranks does not print a thousand lines.
+            if !crate::run::quiet()
+                && (info.head.rank == 0 || !wide)
+                && !DIR_WARNED.swap(true, SeqCst)
+            {
+                let others = if wide && info.head.ranks > 1 {
+                    "; the other ranks' records cannot be written there either (they do not say \
+                     so again)"
+                } else {
+                    ""
+                };
                 eprintln!(
-                    "mpiover: warning: cannot write {}: {e}",
+                    "mpiover: warning: cannot write {}: {e}{others}",
                     dir.join(&name).display()
                 );
             }
             false
         }
     }
+}
+
+/// Set once a failure to write into the run directory was reported (by the
+/// job log's writer or a record's): the next says nothing new.
+pub static DIR_WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a write error is the run directory's rather than this rank's: a
+/// full or read-only file system, a quota, a directory not allowed or gone.
+pub fn dir_wide(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(
+            libc::ENOSPC
+                | libc::EDQUOT
+                | libc::EROFS
+                | libc::EACCES
+                | libc::EPERM
+                | libc::ENOENT
+                | libc::ENOTDIR
+        )
+    )
 }
 
 /// Resolves the sites not `done` (a missing flag is false): function, file,

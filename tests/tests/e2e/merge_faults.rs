@@ -15,6 +15,12 @@
 //!
 //! Both end within the harness's timeout: no rank waits for ever for a
 //! peer that is gone.
+//!
+//! And a run directory on a full file system (a 64 KiB tmpfs filled before
+//! the job, in a mount namespace of the launcher's own): with the job log
+//! and with per-rank records, the program's output and exit status are
+//! those of the run without the profiler, and the whole job prints one
+//! `mpiover: warning` line, which names the directory.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -158,4 +164,56 @@ fn joblog_of_a_job_whose_rank_exits_without_finalize_during_the_merge_keeps_ever
         .cloned()
         .unwrap_or_default();
     assert_eq!(last["finished"], "exit", "{last:#}");
+}
+
+#[test]
+fn joblog_of_a_job_on_a_full_disk_is_one_warning_and_the_programs_own_exit() {
+    let dir = scratch("merge_full_disk");
+    let np = 3;
+    let plain = Job::new(np, "pingpong", &["100"], &dir).run();
+    plain.assert_success();
+    let mnt = dir.join("full");
+    std::fs::create_dir_all(&mnt).expect("mkdir");
+    let mount = mnt.display().to_string();
+    // The file system is filled before the job: making the run directory
+    // and empty files still works, every write fails with ENOSPC.
+    let fill = "mount -t tmpfs -o size=64k tmpfs \"$0\" || exit 97; \
+                head -c 1048576 /dev/zero > \"$0/filler\" 2>/dev/null; exec \"$@\"";
+    for format in ["log", "per-rank"] {
+        let run = mnt.join(format!("run-{format}"));
+        let out = Job::new(np, "pingpong", &["100"], &dir)
+            .profiled(&run)
+            .env("MPIOVER_FORMAT", format)
+            .wrapped(&[
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                fill,
+                &mount,
+            ])
+            .run();
+        assert_ne!(
+            out.code(),
+            Some(97),
+            "cannot mount a tmpfs here\n{}",
+            out.dump()
+        );
+        assert_eq!(out.code(), Some(0), "{format}: exit status\n{}", out.dump());
+        assert_eq!(out.stdout, plain.stdout, "{format}: stdout\n{}", out.dump());
+        let warnings: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("mpiover: warning"))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{format}: {warnings:#?}\n{}", out.dump());
+        assert!(
+            warnings[0].contains(&run.display().to_string())
+                && warnings[0].contains("No space left on device"),
+            "{format}: {}",
+            warnings[0]
+        );
+    }
 }

@@ -30,6 +30,9 @@ pub struct Job {
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
     pub timeout: Duration,
+    /// A command the launcher runs under (its arguments follow), e.g. a
+    /// mount namespace; empty for none.
+    pub wrapper: Vec<String>,
 }
 
 impl Job {
@@ -42,6 +45,7 @@ impl Job {
             env: Vec::new(),
             cwd: cwd.to_path_buf(),
             timeout: JOB_TIMEOUT,
+            wrapper: Vec::new(),
         }
     }
 
@@ -55,6 +59,7 @@ impl Job {
             env: Vec::new(),
             cwd: cwd.to_path_buf(),
             timeout: JOB_TIMEOUT,
+            wrapper: Vec::new(),
         }
     }
 
@@ -73,7 +78,32 @@ impl Job {
         self.preload().env("MPIOVER_OUT", out.display().to_string())
     }
 
+    /// The launcher runs as the last arguments of `cmd`.
+    pub fn wrapped(mut self, cmd: &[&str]) -> Job {
+        self.wrapper = cmd.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
     pub fn command(&self) -> Command {
+        let c = self.launcher();
+        let Some((first, rest)) = self.wrapper.split_first() else {
+            return c;
+        };
+        let mut w = Command::new(first);
+        w.args(rest).arg(c.get_program()).args(c.get_args());
+        for (k, v) in c.get_envs() {
+            match v {
+                Some(v) => w.env(k, v),
+                None => w.env_remove(k),
+            };
+        }
+        if let Some(d) = c.get_current_dir() {
+            w.current_dir(d);
+        }
+        w
+    }
+
+    fn launcher(&self) -> Command {
         if mpi_flavor() == "mpich" {
             return self.command_mpich();
         }
