@@ -29,6 +29,7 @@ mod large_count;
 mod merge_faults;
 mod nonblocking;
 mod pcontrol;
+mod profile_mutants;
 mod profile_use;
 mod protocol;
 mod python;
