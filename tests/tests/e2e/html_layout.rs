@@ -33,6 +33,14 @@ fn html_of(run: &Path, profile: Option<&Path>, dir: &Path) -> std::path::PathBuf
     html
 }
 
+/// `browser::assert_fits` under the suite's MPI lock: Chromium keeps both
+/// cores busy for seconds, and another test's MPI job measuring waits
+/// meanwhile would find its ranks descheduled.
+fn fits_alone(bin: &Path, html: &Path, dir: &Path, name: &str) -> Vec<browser::Layout> {
+    let _guard = mpi_lock();
+    browser::assert_fits(bin, html, dir, name)
+}
+
 #[test]
 fn html_report_of_the_demo_run_fits_the_window() {
     let Some(bin) = browser::chromium_or_skip("html_report_of_the_demo_run_fits_the_window") else {
@@ -48,7 +56,7 @@ fn html_report_of_the_demo_run_fits_the_window() {
     let r = record("html_demo", NP, "accuracy", &[], &profile);
     let dir = r.dir.parent().expect("the test's directory").to_path_buf();
     let html = html_of(&r.dir, Some(&profile), &dir);
-    let l = browser::assert_fits(&bin, &html, &dir, "demo");
+    let l = fits_alone(&bin, &html, &dir, "demo");
     // The demo's sites have details: a histogram each, labelled and ticked.
     assert!(l[0].checked("histograms") >= 4, "{:#?}", l[0]);
 }
@@ -76,7 +84,7 @@ fn html_report_of_a_two_host_run_fits_the_window_and_names_the_hosts() {
     );
     let html = html_of(&run, None, &dir);
     let page = std::fs::read_to_string(&html).unwrap();
-    browser::assert_fits(&bin, &html, &dir, "two-hosts");
+    fits_alone(&bin, &html, &dir, "two-hosts");
     // The ranks' hosts in the matrix's labels and its table of pairs.
     let matrix = &page[page.find("id=\"wait-matrix\"").expect("a wait matrix")..];
     let matrix = &matrix[..matrix.find("id=\"details\"").unwrap_or(matrix.len())];
