@@ -58,6 +58,12 @@ struct JsonOut<'a> {
 }
 
 pub fn run(args: &FitArgs) -> anyhow::Result<()> {
+    let out = output(args)?;
+    crate::cli::write_out(None, out.as_bytes())
+}
+
+/// What [`run`] prints (the fuzz tests run it on bad sample files).
+pub fn output(args: &FitArgs) -> anyhow::Result<String> {
     let opts = FitOptions {
         resolution_s: args.resolution,
         bin_width_s: args.bin_width,
@@ -94,7 +100,7 @@ pub fn run(args: &FitArgs) -> anyhow::Result<()> {
         }
         FitFormat::Text => render_text(&name, &result),
     };
-    mpiover_report::cli::write_out(None, out.as_bytes())
+    Ok(out)
 }
 
 /// Reads the whole input; invalid UTF-8 is kept (lossily) so that the bad line gets a number.

@@ -7,11 +7,9 @@
 #![deny(clippy::print_stdout)]
 use clap::{Parser, Subcommand};
 
-mod fit;
-mod profile_check;
-mod profile_cmd;
-mod profile_show;
 mod record_cmd;
+
+use mpiover_report::{fit, profile_cmd};
 
 #[derive(Debug, Parser)]
 #[command(
