@@ -47,7 +47,9 @@ fn main() {
         Cmd::Record(a) => record_cmd::run(a).map(|code| std::process::exit(code)),
     };
     if let Err(e) = res {
-        eprintln!("mpiover: error: {e:#}");
+        // One line, whatever a message quotes from a damaged file.
+        let msg = mpiover_common::one_line::one_line(&format!("{e:#}"));
+        eprintln!("mpiover: error: {msg}");
         std::process::exit(2);
     }
 }
