@@ -32,6 +32,14 @@ pub fn analyze_dir(
     };
     let n = sources.len();
     if n == 0 && merged.is_none() {
+        // Only a job log, and it holds no rank: its index is empty (the
+        // directory is not what is wrong, the log is).
+        if let Some(l) = &rd.log {
+            return Err(RunError::Invalid {
+                path: l.path.clone(),
+                what: "the job log holds no rank (its index is empty)".into(),
+            });
+        }
         return Err(RunError::Empty {
             path: dir.to_path_buf(),
             other_files: 0,
