@@ -86,8 +86,7 @@ pub fn output(args: &FitArgs) -> anyhow::Result<String> {
         };
         bail!("invalid {flag}: {e}");
     }
-    let (name, text) = read_input(&args.file)?;
-    let sample = parse_times(&name, &text)?;
+    let (name, sample) = read_sample(&args.file)?;
     let result = fit(&sample, &opts).with_context(|| format!("cannot fit {name}"))?;
     let out = match args.format {
         FitFormat::Json => {
@@ -101,6 +100,14 @@ pub fn output(args: &FitArgs) -> anyhow::Result<String> {
         FitFormat::Text => render_text(&name, &result),
     };
     Ok(out)
+}
+
+/// The sample file's run-times (`-`: standard input), and its name for
+/// messages: the reader of [`run`], without the fit.
+pub fn read_sample(file: &str) -> anyhow::Result<(String, Vec<f64>)> {
+    let (name, text) = read_input(file)?;
+    let sample = parse_times(&name, &text)?;
+    Ok((name, sample))
 }
 
 /// Reads the whole input; invalid UTF-8 is kept (lossily) so that the bad line gets a number.
