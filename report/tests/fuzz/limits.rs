@@ -18,6 +18,8 @@ static LIVE: AtomicUsize = AtomicUsize::new(0);
 static BASE: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 static ARMED: AtomicBool = AtomicBool::new(false);
+/// The size of the request refused, 0: none.
+static REFUSED: AtomicUsize = AtomicUsize::new(0);
 /// The input being read: format number << 48 | mutant index, and when it
 /// started (ms since the watchdog's start, 0: none).
 static CURRENT: AtomicU64 = AtomicU64::new(0);
@@ -81,6 +83,7 @@ impl Counting {
         }
         LIVE.fetch_sub(n, Relaxed);
         ARMED.store(false, Relaxed);
+        REFUSED.store(n, Relaxed);
         let (format, index) = current();
         // No allocation here: a fixed message and two numbers.
         let mut buf = [0u8; 160];
@@ -98,6 +101,11 @@ impl Counting {
 fn current() -> (u64, u64) {
     let c = CURRENT.load(Relaxed);
     (c >> 48, c & ((1 << 48) - 1))
+}
+
+/// The request refused since the last call, if any.
+pub fn take_refused() -> Option<usize> {
+    Some(REFUSED.swap(0, Relaxed)).filter(|&n| n > 0)
 }
 
 /// The largest memory an input has held since the last call.

@@ -10,9 +10,12 @@
 //! or memory limit (`limits`), or any other message is a failure; failing
 //! mutants are written to `CARGO_TARGET_TMPDIR/fuzz-failures/`.
 //!
-//! `MPIOVER_FUZZ_MUTANTS` (default 1500 per format) sets the count,
-//! `MPIOVER_FUZZ_FORMATS` (`record,log,profile,fit`) the formats;
-//! `bench/fuzz.sh` runs a million per format.
+//! `MPIOVER_FUZZ_MUTANTS` (default 2000 per format) sets the count,
+//! `MPIOVER_FUZZ_FORMATS` (`record,log,profile,fit`) the formats,
+//! `MPIOVER_FUZZ_CHECK_EVERY` and `MPIOVER_FUZZ_FIT_EVERY` (default 16 and
+//! 4) on which share of the mutants the slow commands run (`profile check`,
+//! `fit`'s model fits; the readers run on all); `bench/fuzz.sh` runs a
+//! million per format.
 
 mod bytes;
 mod cli_pass;
@@ -66,6 +69,9 @@ pub fn seeds(format: &str) -> Vec<(PathBuf, Vec<u8>)> {
     assert!(!out.is_empty(), "no seed inputs of format {format}");
     out
 }
+
+/// The largest mutant (bytes): well below the memory limit.
+const MAX_MUTANT: usize = 8 << 20;
 
 /// Seed inputs prepared for mutation.
 pub struct Corpus {
@@ -138,6 +144,9 @@ impl Corpus {
         for _ in 0..rng.below(3) {
             bytes::mutate(&mut rng, &mut data, other);
         }
+        // The memory limit is meant for what a reader makes of its input,
+        // not for the input itself.
+        data.truncate(MAX_MUTANT);
         data
     }
 }
@@ -224,12 +233,8 @@ pub fn run_one(env: &targets::Env, format: usize, index: u64, data: &[u8]) -> Ou
         }
         "profile" => {
             let p = env.file_with("profile.json", data);
-            let every = std::env::var("MPIOVER_FUZZ_CHECK_EVERY")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(16);
             worst(
-                targets::profile(env, &p, index, every)
+                targets::profile(env, &p, index, every("MPIOVER_FUZZ_CHECK_EVERY", 16))
                     .iter()
                     .map(|r| judge(r, &p))
                     .collect(),
@@ -237,9 +242,21 @@ pub fn run_one(env: &targets::Env, format: usize, index: u64, data: &[u8]) -> Ou
         }
         _ => {
             let p = env.file_with("samples.txt", data);
-            judge(&targets::fit(&p, index), &p)
+            judge(
+                &targets::fit(&p, index, every("MPIOVER_FUZZ_FIT_EVERY", 4)),
+                &p,
+            )
         }
     }
+}
+
+/// One mutant in how many gets a slow command (an environment variable).
+fn every(var: &str, default: u64) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+        .max(1)
 }
 
 /// The message of the first panic of a guarded input (the hook keeps it
@@ -285,7 +302,15 @@ pub fn guarded_run(env: &targets::Env, format: usize, index: u64, data: &[u8]) -
         }))
     });
     IN_GUARD.store(false, Relaxed);
-    r.unwrap_or_else(|_| Outcome::Failure(PANIC.lock().unwrap().take().unwrap_or("panic".into())))
+    let o = r.unwrap_or_else(|_| {
+        Outcome::Failure(PANIC.lock().unwrap().take().unwrap_or("panic".into()))
+    });
+    // A refused allocation that the reader survived (a fallible one, as
+    // reading a file is) is still an input over the limit.
+    match limits::take_refused() {
+        Some(n) => Outcome::Failure(format!("asked for {n} bytes: over the memory limit")),
+        None => o,
+    }
 }
 
 /// What a format's pass found.
@@ -371,7 +396,7 @@ fn count() -> u64 {
     std::env::var("MPIOVER_FUZZ_MUTANTS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(1500)
+        .unwrap_or(2000)
 }
 
 fn chosen() -> Vec<usize> {
@@ -450,4 +475,39 @@ fn every_mutant_gives_a_result_or_one_clear_error() {
         "mutants that broke a reader:\n{}",
         failed.join("\n")
     );
+}
+
+/// Every prefix of every seed input (`MPIOVER_FUZZ_TRUNCATE_STEP`: every
+/// n-th length, default 17; 1 in bench/fuzz.sh), through the readers: a file
+/// cut at any byte is one clear error or, cut at its very end, the result.
+#[test]
+fn a_seed_input_cut_at_any_length_is_one_clear_error() {
+    let step = every("MPIOVER_FUZZ_TRUNCATE_STEP", 17) as usize;
+    limits::start_watchdog();
+    quiet_panics();
+    let mut failed = Vec::new();
+    for (f, name) in FORMATS.iter().enumerate() {
+        let env = env_for(name);
+        let all = seeds(name);
+        let mut cuts = 0;
+        for (k, (p, b)) in all.iter().enumerate() {
+            for len in (0..b.len()).step_by(step) {
+                // The mutant index of this seed input (the profile's merge
+                // partner depends on it), the fit's reader only.
+                let index = k as u64 + all.len() as u64 * (len as u64 + 1);
+                cuts += 1;
+                match guarded_run(&env, f, index, &b[..len]) {
+                    Outcome::Failure(why) => {
+                        failed.push(format!("{} cut at {len}: {why}", p.display()))
+                    }
+                    // A record cut after its last brace, a sample file
+                    // after a whole line: still whole.
+                    Outcome::Ok | Outcome::CleanError(_) => {}
+                }
+            }
+        }
+        eprintln!("fuzz {name:<8} truncations {cuts}");
+        let _ = std::fs::remove_dir_all(env.dir.parent().unwrap());
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }

@@ -63,3 +63,32 @@ fn a_run_time_of_1e308_s_is_fitted_in_well_under_a_second() {
     assert_eq!(o, Outcome::Ok);
     assert!(t < Duration::from_secs(2), "{t:?}");
 }
+
+/// A profile whose enum field held the MPI library's multi-line build
+/// string: serde repeats the unknown value back, and the error spanned
+/// lines.
+#[test]
+fn an_unknown_value_with_line_breaks_is_quoted_on_one_line() {
+    let msg = error_of(run("profile", "profile-unknown-value-with-line-breaks", 209127).0);
+    assert!(msg.contains("not valid JSON: unknown variant"), "{msg}");
+}
+
+/// A profile's schema of another version holding a line break was quoted
+/// as it is.
+#[test]
+fn a_schema_with_a_line_break_is_quoted_escaped() {
+    let msg = error_of(run("profile", "profile-schema-with-a-line-break", 333357).0);
+    assert!(msg.contains("schema \"mpiover-profile/1022\\n"), "{msg}");
+}
+
+/// A merged log whose index lost its rows (its count set to 0) was
+/// reported as a run directory holding no records: the error named the
+/// directory, not the log that is wrong.
+#[test]
+fn a_job_log_with_an_empty_index_is_an_error_naming_the_log() {
+    let msg = error_of(run("log", "log-with-an-empty-index", 4542).0);
+    assert!(
+        msg.contains("job.mpiover-log") && msg.contains("holds no rank (its index is empty)"),
+        "{msg}"
+    );
+}
