@@ -17,6 +17,7 @@
 //!   calibrator's run order.
 //! - [`settings`]: the `MPIOVER_*` environment variables and their typed values.
 //! - [`suggest`]: commands the tools suggest, as they can be pasted.
+//! - [`one_line`]: error messages that quote a file kept on one line.
 
 pub mod completion;
 #[cfg(feature = "files")]
@@ -26,6 +27,7 @@ pub mod histogram;
 pub mod host;
 #[cfg(feature = "files")]
 pub mod joblog;
+pub mod one_line;
 pub mod profile;
 pub mod record;
 pub mod rng;

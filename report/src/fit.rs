@@ -58,6 +58,12 @@ struct JsonOut<'a> {
 }
 
 pub fn run(args: &FitArgs) -> anyhow::Result<()> {
+    let out = output(args)?;
+    crate::cli::write_out(None, out.as_bytes())
+}
+
+/// What [`run`] prints (the fuzz tests run it on bad sample files).
+pub fn output(args: &FitArgs) -> anyhow::Result<String> {
     let opts = FitOptions {
         resolution_s: args.resolution,
         bin_width_s: args.bin_width,
@@ -80,8 +86,7 @@ pub fn run(args: &FitArgs) -> anyhow::Result<()> {
         };
         bail!("invalid {flag}: {e}");
     }
-    let (name, text) = read_input(&args.file)?;
-    let sample = parse_times(&name, &text)?;
+    let (name, sample) = read_sample(&args.file)?;
     let result = fit(&sample, &opts).with_context(|| format!("cannot fit {name}"))?;
     let out = match args.format {
         FitFormat::Json => {
@@ -94,7 +99,15 @@ pub fn run(args: &FitArgs) -> anyhow::Result<()> {
         }
         FitFormat::Text => render_text(&name, &result),
     };
-    mpiover_report::cli::write_out(None, out.as_bytes())
+    Ok(out)
+}
+
+/// The sample file's run-times (`-`: standard input), and its name for
+/// messages: the reader of [`run`], without the fit.
+pub fn read_sample(file: &str) -> anyhow::Result<(String, Vec<f64>)> {
+    let (name, text) = read_input(file)?;
+    let sample = parse_times(&name, &text)?;
+    Ok((name, sample))
 }
 
 /// Reads the whole input; invalid UTF-8 is kept (lossily) so that the bad line gets a number.

@@ -7,6 +7,9 @@
 //! - [`diff`]: two runs compared site by site.
 //! - [`signif`]: the binomial test and Benjamini-Hochberg.
 //! - [`tmax`]: where tmax comes from when re-analysing against a profile.
+//! - [`fit`], [`profile_cmd`] (with [`profile_check`], [`profile_show`]):
+//!   `mpiover fit` and `mpiover profile ...`, here so that the tests run the
+//!   commands' own code.
 //! - `synth` (feature `synth`, on in this crate's tests): synthetic records
 //!   for tests and the scale benchmark; not part of the command.
 //!
@@ -17,7 +20,11 @@ pub mod analysis;
 pub mod cli;
 pub mod diff;
 pub mod export;
+pub mod fit;
 pub mod model;
+pub mod profile_check;
+pub mod profile_cmd;
+pub mod profile_show;
 pub mod signif;
 #[cfg(any(test, feature = "synth"))]
 pub mod synth;

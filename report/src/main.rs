@@ -7,11 +7,9 @@
 #![deny(clippy::print_stdout)]
 use clap::{Parser, Subcommand};
 
-mod fit;
-mod profile_check;
-mod profile_cmd;
-mod profile_show;
 mod record_cmd;
+
+use mpiover_report::{fit, profile_cmd};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -49,7 +47,9 @@ fn main() {
         Cmd::Record(a) => record_cmd::run(a).map(|code| std::process::exit(code)),
     };
     if let Err(e) = res {
-        eprintln!("mpiover: error: {e:#}");
+        // One line, whatever a message quotes from a damaged file.
+        let msg = mpiover_common::one_line::one_line(&format!("{e:#}"));
+        eprintln!("mpiover: error: {msg}");
         std::process::exit(2);
     }
 }

@@ -73,9 +73,18 @@ pub enum ProfileCmd {
     },
 }
 
+/// Where a command's output goes: standard output in the command, anything
+/// in the tests (the fuzz tests run the command's own code on bad files).
+pub type Sink<'a> = &'a mut dyn FnMut(&[u8]) -> anyhow::Result<()>;
+
 pub fn run(cmd: &ProfileCmd) -> anyhow::Result<()> {
+    run_to(cmd, &mut |b| crate::cli::write_out(None, b))
+}
+
+/// [`run`], its output given to `out`.
+pub fn run_to(cmd: &ProfileCmd, out: Sink) -> anyhow::Result<()> {
     match cmd {
-        ProfileCmd::Show { profile, function } => show(profile, function.as_deref()),
+        ProfileCmd::Show { profile, function } => show(out, profile, function.as_deref()),
         ProfileCmd::Lookup {
             profile,
             function,
@@ -85,12 +94,15 @@ pub fn run(cmd: &ProfileCmd) -> anyhow::Result<()> {
             same_host,
             json,
         } => lookup(
+            out,
             profile,
-            function,
-            *p,
-            *bytes,
-            role.as_deref(),
-            *same_host,
+            &Query {
+                function,
+                p: *p,
+                bytes: *bytes,
+                role: role.as_deref(),
+                same_host: *same_host,
+            },
             *json,
         ),
         ProfileCmd::Merge {
@@ -98,9 +110,9 @@ pub fn run(cmd: &ProfileCmd) -> anyhow::Result<()> {
             b,
             output,
             force,
-        } => merge(a, b, output, *force),
+        } => merge(out, a, b, output, *force),
         ProfileCmd::Refit { profile, output } => {
-            print_lines(&[crate::profile_check::refit(profile, output)?])
+            print_lines(out, &[crate::profile_check::refit(profile, output)?])
         }
         ProfileCmd::Check {
             profile,
@@ -116,7 +128,7 @@ pub fn run(cmd: &ProfileCmd) -> anyhow::Result<()> {
                 true => format!("{}\n", serde_json::to_string_pretty(&c)?),
                 false => crate::profile_check::render(&c),
             };
-            mpiover_report::cli::write_out(None, text.as_bytes())
+            out(text.as_bytes())
         }
     }
 }
@@ -159,7 +171,7 @@ fn fmt_bytes(b: u64) -> String {
     }
 }
 
-fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
+fn show(out: Sink, path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
     let prof = Profile::load(path)?;
     let want = function.map(|f| function_name(&prof, f));
     let entries = shown_entries(&prof, want.as_deref());
@@ -170,7 +182,7 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
     show_runs(&prof, &mut lines);
     show_entries(&entries, &mut lines);
     show_totals(&prof, &entries, &mut lines);
-    print_lines(&lines)?;
+    print_lines(out, &lines)?;
     if want.is_some() && entries.is_empty() {
         bail!(
             "{}: no entries for {}",
@@ -182,10 +194,10 @@ fn show(path: &PathBuf, function: Option<&str>) -> anyhow::Result<()> {
 }
 
 /// Writes `lines` to stdout, one a line (a closed pipe ends quietly).
-fn print_lines(lines: &[String]) -> anyhow::Result<()> {
+fn print_lines(out: Sink, lines: &[String]) -> anyhow::Result<()> {
     let mut text = lines.join("\n");
     text.push('\n');
-    mpiover_report::cli::write_out(None, text.as_bytes())
+    out(text.as_bytes())
 }
 
 /// The entries of `want` (all without), in the table's order.
@@ -429,27 +441,18 @@ fn show_totals(prof: &Profile, entries: &[&ProfileEntry], lines: &mut Vec<String
     ));
     let mut shown = prof.clone();
     shown.entries = entries.iter().map(|&e| e.clone()).collect();
-    lines.push(mpiover_report::model::TmaxFrom::of(&shown).describe(Some(prof.method.q_max)));
+    lines.push(crate::model::TmaxFrom::of(&shown).describe(Some(prof.method.q_max)));
 }
 
-fn lookup(
-    path: &PathBuf,
-    function: &str,
-    p: u32,
-    bytes: u64,
-    role: Option<&str>,
-    same_host: Option<bool>,
-    json: bool,
-) -> anyhow::Result<()> {
+/// `asked.function` as given (`allreduce`); the rest of the query as is.
+fn lookup(out: Sink, path: &PathBuf, asked: &Query, json: bool) -> anyhow::Result<()> {
     let prof = Profile::load(path)?;
-    let f = function_name(&prof, function);
+    let f = function_name(&prof, asked.function);
     let q = Query {
         function: &f,
-        p,
-        bytes,
-        role,
-        same_host,
+        ..*asked
     };
+    let (p, bytes, role) = (q.p, q.bytes, q.role);
     let Some(l) = prof.tmax_query(&q) else {
         let roles: BTreeSet<String> = prof
             .entries
@@ -478,7 +481,7 @@ fn lookup(
             "tmax_s": l.tmax_s, "kind": l.kind(), "exact": l.exact, "out_of_range": l.out_of_range,
             "p_lo": l.p_lo, "p_hi": l.p_hi,
         });
-        return print_lines(&[v.to_string()]);
+        return print_lines(out, &[v.to_string()]);
     }
     let how = match (l.exact, l.out_of_range) {
         (true, _) => "exact (a measured base point)".to_string(),
@@ -488,26 +491,32 @@ fn lookup(
         (false, false) => "interpolated".to_string(),
         (false, true) => "out of range: nearest edge of the measured range used".to_string(),
     };
-    print_lines(&[format!(
-        "{f} p={p} bytes={bytes}{}: tmax = {:e} s ({}), {how}",
-        role.map(|r| format!(" role={r}")).unwrap_or_default(),
-        l.tmax_s,
-        fmt_s(l.tmax_s)
-    )])
+    print_lines(
+        out,
+        &[format!(
+            "{f} p={p} bytes={bytes}{}: tmax = {:e} s ({}), {how}",
+            role.map(|r| format!(" role={r}")).unwrap_or_default(),
+            l.tmax_s,
+            fmt_s(l.tmax_s)
+        )],
+    )
 }
 
-fn merge(a: &PathBuf, b: &PathBuf, out: &PathBuf, force: bool) -> anyhow::Result<()> {
+fn merge(sink: Sink, a: &PathBuf, b: &PathBuf, out: &PathBuf, force: bool) -> anyhow::Result<()> {
     let pa = Profile::load(a)?;
     let pb = Profile::load(b)?;
     let m = Profile::merge(&pa, &pb, force)
         .with_context(|| format!("merging {} and {}", a.display(), b.display()))?;
     m.save_atomic(out)?;
     let both = m.entries.iter().filter(|e| e.runs.len() > 1).count();
-    print_lines(&[format!(
-        "{}: {} entries ({} measured in more than one run), {} runs",
-        out.display(),
-        m.entries.len(),
-        both,
-        m.runs.len()
-    )])
+    print_lines(
+        sink,
+        &[format!(
+            "{}: {} entries ({} measured in more than one run), {} runs",
+            out.display(),
+            m.entries.len(),
+            both,
+            m.runs.len()
+        )],
+    )
 }

@@ -72,7 +72,7 @@ impl Profile {
                 return Err(ProfileError::Schema {
                     path: p(),
                     msg: format!(
-                        "schema \"{s}\" is not supported (this mpiover reads \"{PROFILE_SCHEMA}\")"
+                        "schema {s:?} is not supported (this mpiover reads \"{PROFILE_SCHEMA}\")"
                     ),
                 })
             }
@@ -85,12 +85,16 @@ impl Profile {
                 })
             }
         }
+        // serde repeats an unknown value back, and the checks name the
+        // entries' functions: either can hold a line break of the file.
         let prof: Profile = serde_json::from_str(text).map_err(|e| ProfileError::Json {
             path: p(),
-            msg: e.to_string(),
+            msg: crate::one_line::one_line(&e.to_string()),
         })?;
-        prof.validate()
-            .map_err(|msg| ProfileError::Invalid { path: p(), msg })?;
+        prof.validate().map_err(|msg| ProfileError::Invalid {
+            path: p(),
+            msg: crate::one_line::one_line(&msg),
+        })?;
         Ok(prof)
     }
 

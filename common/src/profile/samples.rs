@@ -64,6 +64,8 @@ pub enum SamplesError {
     Count { found: u64, count: u64 },
     #[error("the runs' counts add up to {sum}, count says {count}")]
     Runs { sum: u64, count: u64 },
+    #[error("the runs' counts add up to more than 2^64")]
+    RunsOverflow,
 }
 
 impl Samples {
@@ -115,7 +117,13 @@ impl Samples {
             });
         }
         if !self.runs.is_empty() {
-            let sum: u64 = self.runs.iter().sum();
+            // Checked: a sum that wrapped around to `count` would pass, and
+            // `times_by_run` then slice past the end.
+            let sum = self
+                .runs
+                .iter()
+                .try_fold(0u64, |a, &n| a.checked_add(n))
+                .ok_or(SamplesError::RunsOverflow)?;
             if sum != self.count {
                 return Err(SamplesError::Runs {
                     sum,
@@ -280,6 +288,18 @@ fn base64_decode(s: &str) -> Result<Vec<u8>, String> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Counts per run that add up to `count` only modulo 2^64 passed the
+    /// check, and cutting the samples into runs then sliced past their end
+    /// (a panic in `profile check` and `merge` on a damaged profile).
+    #[test]
+    fn run_counts_that_wrap_around_to_count_are_an_error_not_a_panic() {
+        let mut s = Samples::encode(&[1e-6, 2e-6, 3e-6], 1e-9).unwrap();
+        s.runs = vec![u64::MAX, 4];
+        assert_eq!(s.ticks(), Err(SamplesError::RunsOverflow));
+        assert!(s.times_by_run().is_err());
+        assert!(s.half_drift(1).is_none());
+    }
 
     #[test]
     fn round_trip_keeps_order_and_ticks() {

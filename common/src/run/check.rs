@@ -126,9 +126,19 @@ impl RunCheck {
         let present: Vec<u32> = self.seen.keys().copied().collect();
         let mut warnings = Vec::new();
         if present.len() < first.ranks as usize {
-            let missing: Vec<u32> = (0..first.ranks)
-                .filter(|r| !self.seen.contains_key(r))
-                .collect();
+            // The gaps between the ranks present, as ranges: the work and
+            // memory are those of the records, whatever `ranks` claims.
+            let mut missing = Vec::new();
+            let mut next = 0u32;
+            for &r in present.iter().filter(|&&r| r < first.ranks) {
+                if r > next {
+                    missing.push((next, r - 1));
+                }
+                next = r + 1;
+            }
+            if next < first.ranks {
+                missing.push((next, first.ranks - 1));
+            }
             warnings.push(RunWarning::MissingRanks {
                 missing,
                 ranks: first.ranks,

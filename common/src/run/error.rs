@@ -89,8 +89,12 @@ pub enum RunError {
 /// Something the reader of a report should know, which does not stop it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunWarning {
-    /// Ranks of `0..ranks` without a record.
-    MissingRanks { missing: Vec<u32>, ranks: u32 },
+    /// Ranks of `0..ranks` without a record, as ranges `lo..=hi` (a
+    /// damaged file can claim 2^32 ranks: a list of each would take 16 GiB).
+    MissingRanks {
+        missing: Vec<(u32, u32)>,
+        ranks: u32,
+    },
     /// Ranks whose record was written at exit or on a signal rather than at
     /// `MPI_Finalize`: their figures stop there. `how` is the record's `finished`.
     NotFinalized { how: String, ranks: Vec<u32> },
@@ -105,15 +109,17 @@ pub enum RunWarning {
 impl fmt::Display for RunWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RunWarning::MissingRanks { missing, ranks } => write!(
-                f,
-                "{} of {ranks} ranks have no record ({}): they ended without writing one (killed with \
-                 SIGKILL, by the launcher once its grace period was over or by the out-of-memory \
-                 killer); the report covers the other {}",
-                missing.len(),
-                rank_list(missing, 10),
-                *ranks as usize - missing.len()
-            ),
+            RunWarning::MissingRanks { missing, ranks } => {
+                let n: u64 = missing.iter().map(|&(lo, hi)| (hi - lo) as u64 + 1).sum();
+                write!(
+                    f,
+                    "{n} of {ranks} ranks have no record ({}): they ended without writing one \
+                     (killed with SIGKILL, by the launcher once its grace period was over or by \
+                     the out-of-memory killer); the report covers the other {}",
+                    range_list(missing, 10),
+                    *ranks as u64 - n
+                )
+            }
             RunWarning::OutsideTheLog { ranks } => write!(
                 f,
                 "{} rank(s) came from records of their own ({}), the others from the job log: \
@@ -147,6 +153,11 @@ pub fn rank_list(ranks: &[u32], max: usize) -> String {
             _ => groups.push((r, r)),
         }
     }
+    range_list(&groups, max)
+}
+
+/// [`rank_list`] of ranks given as ranges `lo..=hi`, in increasing order.
+pub fn range_list(groups: &[(u32, u32)], max: usize) -> String {
     let mut parts: Vec<String> = groups
         .iter()
         .take(max)

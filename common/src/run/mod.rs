@@ -222,7 +222,7 @@ pub(crate) mod tests {
         assert_eq!(
             run.summary.warnings[0],
             RunWarning::MissingRanks {
-                missing: vec![1],
+                missing: vec![(1, 1)],
                 ranks: 4
             }
         );
@@ -291,6 +291,31 @@ pub(crate) mod tests {
         let s = c.finish().unwrap();
         assert_eq!(s.present, vec![0, 1]);
         assert!(s.warnings.is_empty());
+    }
+
+    /// A job log's header (or a record) damaged to claim 2^31 ranks made
+    /// the check list every missing rank: 8 GiB and half a minute.
+    #[test]
+    fn a_run_claiming_billions_of_ranks_lists_the_missing_as_ranges() {
+        let p = |n: &str| PathBuf::from(n);
+        let mut c = RunCheck::new();
+        c.add(RankInfo::of(&p("a"), &record(0, u32::MAX, "r")))
+            .unwrap();
+        c.add(RankInfo::of(&p("b"), &record(5, u32::MAX, "r")))
+            .unwrap();
+        let s = c.finish().unwrap();
+        let RunWarning::MissingRanks { missing, ranks } = &s.warnings[0] else {
+            panic!("{:?}", s.warnings);
+        };
+        assert_eq!(*ranks, u32::MAX);
+        assert_eq!(missing, &[(1, 4), (6, u32::MAX - 1)]);
+        let w = s.warnings[0].to_string();
+        assert!(
+            w.starts_with(
+                "4294967293 of 4294967295 ranks have no record (ranks 1-4, ranks 6-4294967294)"
+            ),
+            "{w}"
+        );
     }
 
     #[test]

@@ -32,6 +32,14 @@ pub fn analyze_dir(
     };
     let n = sources.len();
     if n == 0 && merged.is_none() {
+        // Only a job log, and it holds no rank: its index is empty (the
+        // directory is not what is wrong, the log is).
+        if let Some(l) = &rd.log {
+            return Err(RunError::Invalid {
+                path: l.path.clone(),
+                what: "the job log holds no rank (its index is empty)".into(),
+            });
+        }
         return Err(RunError::Empty {
             path: dir.to_path_buf(),
             other_files: 0,
@@ -205,5 +213,27 @@ fn read_merged(
         }
     }
     let (agg, rdv) = ja.into_parts();
+    if let Some(r) = row_of_a_rank_not_held(&agg, &held) {
+        return Err(bad(format!(
+            "has a per-rank row of rank {r}, which the log does not hold"
+        )));
+    }
     Ok(Some((agg, infos, rdv_again.unwrap_or(rdv))))
+}
+
+/// The rank of a site's or region's per-rank row that is not one of the
+/// log's ranks (`held`, sorted): the report places those rows by rank (the
+/// heat map's columns span the world), so a damaged one must stop here.
+fn row_of_a_rank_not_held(agg: &Aggregate, held: &[u32]) -> Option<u32> {
+    let sites = agg
+        .sites
+        .values()
+        .flat_map(|s| s.per_rank.iter().map(|r| r.rank));
+    let regions = agg
+        .regions
+        .values()
+        .flat_map(|g| g.per_rank.iter().map(|r| r.rank));
+    sites
+        .chain(regions)
+        .find(|r| held.binary_search(r).is_err())
 }

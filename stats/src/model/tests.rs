@@ -372,3 +372,30 @@ fn every_mle_maximizes_the_likelihood() {
         }
     }
 }
+
+/// A sample holding one absurd run-time (1e308 s, a bad line of an
+/// `mpiover fit` file) put the Poisson's mean at 6e13 classes, where the
+/// gamma function's series took 4 s per fit (and more up to the histogram's
+/// 2^52 classes): the tails are the normal approximation's there, quick and
+/// still right.
+#[test]
+fn a_poisson_of_2_to_52_classes_is_evaluated_in_milliseconds() {
+    let lambda = (1u64 << 52) as f64;
+    let m = Model::Poisson { lambda };
+    let q = QMax::new(0.99).unwrap();
+    let start = std::time::Instant::now();
+    let k = m.class_quantile(q) as f64;
+    let median = m.sf(lambda as u64);
+    let x = m.class_quantile_continuous(q);
+    assert!(start.elapsed() < std::time::Duration::from_secs(1));
+    // q99 of a normal: lambda + 2.326 sd.
+    let want = lambda + 2.3263 * lambda.sqrt();
+    assert!((k - want).abs() < 1e-4 * lambda.sqrt(), "{k} vs {want}");
+    assert!((x - want).abs() < 1e-4 * lambda.sqrt(), "{x} vs {want}");
+    assert!((median - 0.5).abs() < 1e-3, "{median}");
+    // Just below the switch the gamma function agrees with it.
+    let near = 0.99e8;
+    let g = Model::Poisson { lambda: near }.sf(near as u64 + 10_000);
+    let n = crate::special::normal_sf((10_000.0 - 0.5) / near.sqrt());
+    assert!((g - n).abs() < 1e-4, "{g} vs {n}");
+}
