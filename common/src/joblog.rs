@@ -225,10 +225,11 @@ impl JobLog {
     /// Checks the header, the trailer and every frame's bounds.
     fn check(path: &Path, data: Backing) -> Result<JobLog, RunError> {
         let n = data.len();
+        // A message may quote the file (its header's JSON): one line.
         let bad = |offset: usize, what: String| RunError::BadLog {
             path: path.to_path_buf(),
             offset: offset as u64,
-            what,
+            what: crate::one_line::one_line(&what),
         };
         let cut = |offset: usize, what: &str| RunError::TruncatedLog {
             path: path.to_path_buf(),
@@ -402,7 +403,7 @@ impl JobLog {
         let bad = |what: String| RunError::BadLog {
             path: self.path.clone(),
             offset: (off - FRAME_HEAD) as u64,
-            what: format!("frame of rank {rank}: {what}"),
+            what: format!("frame of rank {rank}: {}", crate::one_line::one_line(&what)),
         };
         let bytes = self
             .data

@@ -168,10 +168,15 @@ fn read_merged(
         return Ok(None);
     };
     let (reader, at) = payload;
+    // The decoder's messages repeat unknown values of the payload back:
+    // one line, whatever they hold.
     let bad = |what: String| RunError::BadLog {
         path: log.path.clone(),
         offset: at,
-        what: format!("the merged frame: {what}"),
+        what: format!(
+            "the merged frame: {}",
+            mpiover_common::one_line::one_line(&what)
+        ),
     };
     let mut ja = JobAggregate::read(reader).map_err(|e| bad(e.to_string()))?;
     let mut held: Vec<u32> = ja.ranks().map(|(r, _)| r).collect();

@@ -92,3 +92,15 @@ fn a_job_log_with_an_empty_index_is_an_error_naming_the_log() {
         "{msg}"
     );
 }
+
+/// A merged log's payload holding a string with a line break where the
+/// decoder expected a name: it repeats the unknown value back, and the
+/// error spanned lines.
+#[test]
+fn a_payload_value_with_line_breaks_is_quoted_on_one_line() {
+    let msg = error_of(run("log", "log-unknown-value-with-line-breaks", 630514).0);
+    assert!(
+        msg.contains("corrupt job log at byte") && msg.contains("unknown variant"),
+        "{msg}"
+    );
+}
