@@ -78,8 +78,9 @@ fn ended_during_merge(test: &str, mode: &str) -> (Value, Outcome, std::path::Pat
             .env("MPIOVER_FORMAT", "log")
             .run()
     };
+    // The exit status is the launcher's: Hydra sometimes ends a job whose
+    // rank returned without MPI_Finalize with 0, sometimes with 9.
     assert!(!out.timed_out, "the job hung\n{}", out.dump());
-    assert_ne!(out.code(), Some(0), "{}", out.dump());
     let rep = report_json_of(&run, None, &out);
     (rep, out, run)
 }
@@ -140,6 +141,7 @@ fn warnings(rep: &Value) -> Vec<String> {
 #[test]
 fn joblog_of_a_job_whose_rank_is_killed_during_the_merge_keeps_every_survivor() {
     let (rep, out, run) = ended_during_merge("merge_killed", "killfinal");
+    assert_ne!(out.code(), Some(0), "{}", out.dump());
     check_survivors(&rep, &run, &out, &[0, 1, 2]);
     let w = warnings(&rep).join("\n");
     assert!(
