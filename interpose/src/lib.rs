@@ -66,6 +66,7 @@ pub mod rt;
 pub mod merge;
 mod merge_sites;
 mod merge_tree;
+mod record_file;
 pub mod signal_actions;
 pub mod site_ref;
 pub mod sites;

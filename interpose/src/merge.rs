@@ -14,7 +14,6 @@
 
 use std::os::raw::{c_int, c_void};
 use std::path::Path;
-use std::sync::atomic::Ordering::SeqCst;
 
 use mpiover_aggregate::JobAggregate;
 use mpiover_common::joblog::{LogHeader, LogWriter, LOG_FILE_NAME, MERGED_LOG_SCHEMA};
@@ -195,16 +194,13 @@ fn root(
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
             let log = dir.join(LOG_FILE_NAME);
-            if crate::write::dir_wide(&e) {
+            if crate::record_file::dir_wide(&e) {
                 // The per-rank records that follow meet the same fault: one
                 // message for the job.
-                if !crate::run::quiet() && !crate::write::DIR_WARNED.swap(true, SeqCst) {
-                    eprintln!(
-                        "mpiover: warning: cannot write {}: {e}; the ranks' own records cannot \
-                         be written there either",
-                        log.display()
-                    );
-                }
+                crate::record_file::say_once(&format!(
+                    "cannot write {}: {e}; the ranks' own records cannot be written there either",
+                    log.display()
+                ));
             } else {
                 warn(&format!("cannot write {}: {e}", log.display()));
             }

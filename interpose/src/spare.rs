@@ -47,8 +47,7 @@ static SPARE: AtomicPtr<Spare> = AtomicPtr::new(std::ptr::null_mut());
 impl Spare {
     /// `rec` serialized for rank file `dir/rank-NNNNNN.json`; None when it
     /// cannot be.
-    pub(crate) fn of(rec: &Record, dir: &Path, rank: u32, pid: u32) -> Option<Spare> {
-        let mut rec = rec.clone();
+    pub(crate) fn of(mut rec: Record, dir: &Path, rank: u32, pid: u32) -> Option<Spare> {
         rec.finished = FINISHED.to_string();
         let mut bytes = serde_json::to_vec(&rec).ok()?;
         bytes.push(b'\n');
@@ -175,7 +174,7 @@ mod tests {
         let dir = scratch("file");
         let rec = a_record();
         let path = dir.join(record::rank_file_name(rec.rank));
-        let mut spare = Spare::of(&rec, &dir, rec.rank, 42).expect("serializes");
+        let mut spare = Spare::of(rec.clone(), &dir, rec.rank, 42).expect("serializes");
         assert!(spare.write_now());
         let back: Record =
             serde_json::from_slice(&std::fs::read(&path).expect("written")).expect("a record");
@@ -189,13 +188,13 @@ mod tests {
 
         // Kept in memory only: the handler writes it; the merge's end
         // removes only a file it wrote itself.
-        keep(Spare::of(&rec, &dir, rec.rank, 42).expect("serializes"));
+        keep(Spare::of(rec.clone(), &dir, rec.rank, 42).expect("serializes"));
         assert!(write_in_handler());
         assert!(path.exists());
-        keep(Spare::of(&rec, &dir, rec.rank, 42).expect("serializes"));
+        keep(Spare::of(rec.clone(), &dir, rec.rank, 42).expect("serializes"));
         take(true);
         assert!(path.exists());
-        let mut spare = Spare::of(&rec, &dir, rec.rank, 42).expect("serializes");
+        let mut spare = Spare::of(rec.clone(), &dir, rec.rank, 42).expect("serializes");
         assert!(spare.write_now());
         keep(spare);
         take(true);

@@ -14,7 +14,6 @@
 //! being written waits for the write to end (see `init.rs`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering::*};
 
 use mpiover_common::histogram::Histogram;
@@ -467,7 +466,7 @@ fn write_now(finished: &str, when: When) {
         for s in rec.sites.iter_mut().filter(|s| s.note.is_none()) {
             s.note = Some(note.to_string());
         }
-        if !save(info, dir, &rec) {
+        if !crate::record_file::save(info, dir, &rec) {
             return;
         }
         rec.sites = resolved;
@@ -486,8 +485,7 @@ fn write_now(finished: &str, when: When) {
         for s in unresolved.sites.iter_mut().filter(|s| s.note.is_none()) {
             s.note = Some("unresolved (written before the job log merge)".into());
         }
-        let spare = crate::spare::Spare::of(&unresolved, dir, info.head.rank, info.head.pid);
-        drop(unresolved);
+        let spare = crate::spare::Spare::of(unresolved, dir, info.head.rank, info.head.pid);
         if let Some(mut spare) = spare {
             if info.head.ranks <= crate::spare::FILE_MAX_RANKS {
                 spare.write_now();
@@ -513,7 +511,7 @@ fn write_now(finished: &str, when: When) {
         resolve_sites(info, when, &mut rec, &addrs, &[]);
     }
     let t3 = timer::mono_ns();
-    save(info, dir, &rec);
+    crate::record_file::save(info, dir, &rec);
     if crate::run::debug() {
         eprintln!(
             "mpiover: debug: rank {} record ({finished}): build {:.3} ms, quick write {:.3} ms, \
@@ -532,70 +530,6 @@ fn write_now(finished: &str, when: When) {
 /// write is done) or another thread's handler waits for the write.
 fn signal_came() -> bool {
     PENDING_SIG.load(SeqCst) != 0 || WAITING_SIG.load(SeqCst) != 0
-}
-
-/// Writes `rec` to a temporary name and renames it into place; false (and
-/// one warning) on failure.
-fn save(info: &crate::run::RunInfo, dir: &std::path::Path, rec: &Record) -> bool {
-    let name = record::rank_file_name(info.head.rank);
-    let tmp = dir.join(format!(".{name}.tmp-{}", info.head.pid));
-    let res = (|| -> std::io::Result<()> {
-        std::fs::create_dir_all(dir)?;
-        let mut f = std::fs::File::create(&tmp)?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut f);
-        serde_json::to_writer(&mut w, rec).map_err(std::io::Error::other)?;
-        w.write_all(b"\n")?;
-        w.flush()?;
-        drop(w);
-        std::fs::rename(&tmp, dir.join(&name))
-    })();
-    match res {
-        Ok(()) => true,
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            let wide = dir_wide(&e);
-            // The directory's own fault (full, read-only, not allowed) meets
-            // every rank: rank 0 says it for all, once, so that a job of a
-            // thousand ranks does not print a thousand lines.
-            if !crate::run::quiet()
-                && (info.head.rank == 0 || !wide)
-                && !DIR_WARNED.swap(true, SeqCst)
-            {
-                let others = if wide && info.head.ranks > 1 {
-                    "; the other ranks' records cannot be written there either (they do not say \
-                     so again)"
-                } else {
-                    ""
-                };
-                eprintln!(
-                    "mpiover: warning: cannot write {}: {e}{others}",
-                    dir.join(&name).display()
-                );
-            }
-            false
-        }
-    }
-}
-
-/// Set once a failure to write into the run directory was reported (by the
-/// job log's writer or a record's): the next says nothing new.
-pub static DIR_WARNED: AtomicBool = AtomicBool::new(false);
-
-/// Whether a write error is the run directory's rather than this rank's: a
-/// full or read-only file system, a quota, a directory not allowed or gone.
-pub fn dir_wide(e: &std::io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(
-            libc::ENOSPC
-                | libc::EDQUOT
-                | libc::EROFS
-                | libc::EACCES
-                | libc::EPERM
-                | libc::ENOENT
-                | libc::ENOTDIR
-        )
-    )
 }
 
 /// Resolves the sites not `done` (a missing flag is false): function, file,
