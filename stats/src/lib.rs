@@ -90,6 +90,7 @@ pub mod significance;
 pub mod special;
 pub mod stopping;
 pub mod summary;
+pub mod tail;
 
 pub use chi2::{Group, Verdict};
 pub use compare::mann_whitney_binned;
@@ -109,3 +110,4 @@ pub use significance::{
 pub use special::{chi2_critical, chi2_critical_wilson_hilferty, chi2_sf, normal_upper_quantile};
 pub use stopping::{Stop, StoppingRule};
 pub use summary::{summarize, Summary};
+pub use tail::{fit_tail, TailFit};
