@@ -142,7 +142,13 @@ pub fn fit_mle(y: &[f64]) -> Option<Gpd> {
     } else {
         best.1
     };
-    at(t).map(|(_, g)| g)
+    // A maximum on the heavy edge of the admissible shapes is no maximum of the likelihood:
+    // the data ask for a tail heavier than the fit allows, and a quantile extrapolated from the
+    // edge would be arbitrary, so there is no fit. (On the light edge the shape is kept: with
+    // 20-30 excesses the estimate of a light tail often runs to -1/2, its known small-sample
+    // bias, and a shorter tail there errs towards the sample's own quantile, which step 4 of
+    // the tail rule checks.)
+    at(t).map(|(_, g)| g).filter(|g| g.xi < XI_MAX - 1e-3)
 }
 
 /// Anderson-Darling statistic A^2 of `y` against `g`:

@@ -18,12 +18,18 @@
 //! 2. The GPD is fitted to the exceedances by maximum likelihood ([`gpd`]).
 //! 3. Its fit is tested with the Anderson-Darling statistic against the null distribution for
 //!    estimated parameters ([`null`]); the candidate is accepted at p >= alpha.
-//! 4. The lowest accepted threshold is taken: the most exceedances the GPD describes (the
+//! 4. The fit must also agree with the sample where tmax is read: its q_max quantile must lie
+//!    within the nonparametric 95 % confidence interval of the sample's own q_max quantile
+//!    (the widest interval the sample gives when it is too small for 95 %;
+//!    [`crate::quantile`]). A GPD that passes the test on its excesses yet puts tmax above
+//!    the largest call measured, or below the calls the interval says lie under the quantile,
+//!    describes the bulk of the excesses but not the part that matters.
+//! 5. The lowest accepted threshold is taken: the most exceedances the GPD describes (the
 //!    automatic choice of Choulakian & Stephens 2001, who move the threshold up until the test
 //!    accepts). Trying up to four thresholds makes acceptance somewhat likelier than one test
 //!    at alpha would; the out-of-sample check of `mpiover profile check` measures what that
 //!    costs (the share of held-out calls above tmax).
-//! 5. tmax = min(S) + u + y_q with P(E > u + y_q) = zeta P(Y > y_q) = 1 - q_max, i.e.
+//! 6. tmax = min(S) + u + y_q with P(E > u + y_q) = zeta P(Y > y_q) = 1 - q_max, i.e.
 //!    y_q = sigma/xi ((zeta / (1 - q_max))^xi - 1) (sigma ln(zeta / (1 - q_max)) at xi = 0).
 //!
 //! When no candidate is accepted, the fit with the highest p-value is returned with
@@ -34,8 +40,25 @@ pub mod null;
 
 use serde::Serialize;
 
+use crate::quantile::{quantile_ci_with_coverage, QuantileCi};
 use crate::sample::{QMax, Sample};
 use gpd::{anderson_darling, fit_mle};
+
+/// Whether a value lies within an order-statistic interval of a sample.
+trait Within {
+    fn is_none_or_within(&self, sample: &Sample, value: f64) -> bool;
+}
+
+impl Within for Option<QuantileCi> {
+    fn is_none_or_within(&self, sample: &Sample, value: f64) -> bool {
+        match self {
+            None => true,
+            Some(ci) => {
+                sample.order_stat(ci.lo_rank) <= value && value <= sample.order_stat(ci.hi_rank)
+            }
+        }
+    }
+}
 
 /// The thresholds' quantile levels, tried from the lowest.
 pub const LEVELS: [f64; 5] = [0.75, 0.80, 0.85, 0.90, 0.95];
@@ -61,7 +84,9 @@ pub struct TailFit {
     pub a2: f64,
     /// Its p-value for estimated parameters.
     pub p_value: f64,
-    /// p_value >= alpha.
+    /// tmax lies within the confidence interval of the sample's q_max quantile.
+    pub within_ci: bool,
+    /// p_value >= alpha and `within_ci`.
     pub accepted: bool,
     /// Thresholds tried.
     pub tried: usize,
@@ -122,6 +147,9 @@ pub fn fit_tail(sample: &Sample, q: QMax, alpha: f64) -> Option<TailFit> {
         let Some(terr) = terr_max_from_params(&[u, g.xi, g.sigma, share], q.get()) else {
             continue;
         };
+        // Where the sample's own quantile may lie (step 4).
+        let within =
+            quantile_ci_with_coverage(n, q.get(), 0.95).is_none_or_within(sample, min + terr);
         let fit = TailFit {
             level,
             threshold_s: u,
@@ -131,7 +159,8 @@ pub fn fit_tail(sample: &Sample, q: QMax, alpha: f64) -> Option<TailFit> {
             sigma_s: g.sigma,
             a2,
             p_value,
-            accepted: p_value >= alpha,
+            accepted: p_value >= alpha && within,
+            within_ci: within,
             tried,
             terr_max_s: terr,
             tmax_s: min + terr,
