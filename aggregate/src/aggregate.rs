@@ -58,6 +58,16 @@ impl Aggregate {
         }
     }
 
+    /// An empty aggregate that also keeps every key's entries merged over
+    /// ranks (`keys`), as a merged job log does: the report reads the run's
+    /// latency level and re-tests its sites at a wider tmax from them.
+    pub fn with_keys(want_dist: bool) -> Aggregate {
+        Aggregate {
+            want_keys: true,
+            ..Aggregate::new(want_dist)
+        }
+    }
+
     /// Adds another aggregate (other records).
     pub fn merge(&mut self, o: Aggregate) {
         for (id, k) in o.keys {

@@ -62,7 +62,7 @@ pub fn analyze_dir(
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
-                    let mut agg = Aggregate::new(opts.detail_sites > 0);
+                    let mut agg = Aggregate::with_keys(opts.detail_sites > 0);
                     let mut my_infos = Vec::new();
                     // Workers take files in increasing order, so every file
                     // before a failing one is still read: the error reported
@@ -139,7 +139,7 @@ pub fn analyze_records(
     opts: &Options,
 ) -> Report {
     let (rdv, rdv_source, rdv_detail) = rendezvous_of(opts, tmax, records.first());
-    let mut agg = Aggregate::new(opts.detail_sites > 0);
+    let mut agg = Aggregate::with_keys(opts.detail_sites > 0);
     for r in records {
         agg.add_record(r, tmax, rdv);
     }
