@@ -1,0 +1,230 @@
+//! Verdicts that do not hang on one calibration (`examples/near_tmax.c`, 2
+//! ranks): one recorded run re-analysed (`report --profile`) against three
+//! quick calibrations made one after the other.
+//!
+//! - A wait thousands of times tmax (rank 1 sleeps 20 ms before each of 10
+//!   sends) is significant against each, with the same overhead within 2 %:
+//!   tmax moves between calibrations by a factor, a 20 ms wait by a few
+//!   microseconds of it.
+//! - Every calibration finds the same significant sites.
+//! - A site whose waits end a little above tmax (rank 1 spins before every
+//!   tenth barrier, so that rank 0's calls there end at about 1.15 times the
+//!   lowest of the three tmax) is where that stops holding: significant
+//!   against a tmax below its waits, cleared by one above. The report calls
+//!   it `marginal` (or `within level shift`) instead of significant.
+//!
+//! And the machine's level: against a profile whose times are a third of the
+//! calibration's (a calibration made at a faster latency level), the report
+//! warns once that the calls ran slower than calibrated, by a factor, and a
+//! real 5 ms wait is still significant.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::harness::*;
+
+const NP: u32 = 2;
+const FUNCTIONS: &str = "MPI_Send,MPI_Recv,MPI_Barrier";
+const SIZES: &str = "8";
+const FILE: &str = "near_tmax.c";
+
+/// Three quick calibrations one after the other (shared by the tests of a
+/// test process).
+fn calibrations() -> &'static Vec<PathBuf> {
+    static CELL: OnceLock<Result<Vec<PathBuf>, String>> = OnceLock::new();
+    shared(&CELL, || {
+        (1..=3)
+            .map(|i| quick_profile(&format!("stability_calibration_{i}"), NP, FUNCTIONS, SIZES))
+            .collect()
+    })
+}
+
+/// (median, tmax) of the 2-rank barrier in a profile.
+fn barrier(profile: &Path) -> (f64, f64) {
+    let v: Value = serde_json::from_str(&read_all(profile)).expect("profile JSON");
+    let e = v["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["function"] == "MPI_Barrier" && e["p"] == NP)
+        .unwrap_or_else(|| panic!("no 2-rank MPI_Barrier entry in {}", profile.display()));
+    let f = |k: &str| e[k].as_f64().unwrap_or_else(|| panic!("{k} of {e}"));
+    (f("median_s"), f("tmax_s"))
+}
+
+fn site<'a>(report: &'a Value, tag: &str, mpi: &str) -> Option<&'a Value> {
+    site_at(report, FILE, marker(FILE, tag), mpi)
+}
+
+fn significant(report: &Value) -> Vec<String> {
+    let mut v: Vec<String> = sites(report)
+        .iter()
+        .filter(|s| s["significant"] == true)
+        .map(|s| format!("{} {}", s["location"], s["mpi_function"]))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn verdicts_hold_across_calibrations_and_a_site_near_tmax_is_marginal() {
+    let profiles = calibrations();
+    // The barrier's waits end at about 1.15 times the lowest tmax: above it,
+    // below 1.5 times it, and below the others' tmax when those lie higher.
+    let (median, tmax) = profiles
+        .iter()
+        .map(|p| barrier(p))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("three profiles");
+    let near_ns = ((1.15 * tmax - median) * 1e9).max(100.0).round() as u64;
+    let run = profile_program(
+        "stability_run",
+        NP,
+        &example("near_tmax"),
+        &["10", "20", &near_ns.to_string(), "4000", "10", "1000"],
+        &[("MPIOVER_PROFILE", profiles[0].to_str().expect("utf-8"))],
+    );
+    let injected = injected_s(&run.out, "near_tmax", 1);
+    let reports: Vec<Value> = profiles
+        .iter()
+        .map(|p| report_json(&run.dir, p, &run.out))
+        .collect();
+    let ctx = reports
+        .iter()
+        .zip(profiles)
+        .map(|(r, p)| {
+            format!(
+                "against {} (barrier median {:.2} us, tmax {:.2} us):\n{}\nwarnings: {}",
+                p.display(),
+                barrier(p).0 * 1e6,
+                barrier(p).1 * 1e6,
+                describe_sites(r),
+                r["warnings"]
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + &format!("\nspin {near_ns} ns; run directory {}", run.dir.display());
+
+    // The real wait: significant against every calibration, the same
+    // overhead within 2 %.
+    let waits: Vec<f64> = reports
+        .iter()
+        .map(|r| {
+            let s = site(r, "near-tmax-wait", "MPI_Recv")
+                .unwrap_or_else(|| panic!("no MPI_Recv at the near-tmax-wait line\n{ctx}"));
+            assert_eq!(s["significant"], true, "{ctx}");
+            s["overhead_s"].as_f64().unwrap_or(0.0)
+        })
+        .collect();
+    let (lo, hi) = waits
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(l, h), &w| (l.min(w), h.max(w)));
+    assert!(
+        hi <= 1.02 * lo,
+        "the wait's overhead moved with the calibration: {waits:?}\n{ctx}"
+    );
+    assert_close("the wait's overhead", lo, injected, 0.15, &ctx);
+
+    // The same significant sites, whichever calibration.
+    let first = significant(&reports[0]);
+    for r in &reports[1..] {
+        assert_eq!(significant(r), first, "{ctx}");
+    }
+
+    // The site near tmax: never significant, and marginal against at least
+    // one calibration (significant against its tmax, not against a wider one).
+    let verdicts: Vec<String> = reports
+        .iter()
+        .map(|r| {
+            let s = site(r, "near-tmax-barrier", "MPI_Barrier")
+                .unwrap_or_else(|| panic!("no barrier site\n{ctx}"));
+            s["significance"].as_str().unwrap_or("").to_string()
+        })
+        .collect();
+    assert!(
+        !verdicts.iter().any(|v| v == "significant"),
+        "the barrier near tmax was called significant: {verdicts:?}\n{ctx}"
+    );
+    assert!(
+        verdicts
+            .iter()
+            .any(|v| v == "marginal" || v == "within level shift"),
+        "the barrier near tmax was not marginal against any calibration: {verdicts:?}\n{ctx}"
+    );
+}
+
+/// A copy of `profile` whose times are `factor` of the calibration's, as if
+/// it had been measured at a faster latency level.
+fn scaled_profile(profile: &Path, factor: f64, out: &Path) -> PathBuf {
+    let mut v: Value = serde_json::from_str(&read_all(profile)).expect("profile JSON");
+    for e in v["entries"].as_array_mut().expect("entries") {
+        for k in ["min_s", "median_s", "q90_s", "q99_s", "max_s", "tmax_s"] {
+            if let Some(x) = e[k].as_f64() {
+                e[k] = Value::from(x * factor);
+            }
+        }
+        let e = e.as_object_mut().expect("entry object");
+        e.remove("samples");
+        e.remove("runs");
+        e.remove("median_ci_s");
+    }
+    let path = out.join("faster.json");
+    std::fs::write(&path, serde_json::to_string(&v).expect("JSON")).expect("writing profile");
+    path
+}
+
+#[test]
+fn a_real_wait_is_found_when_the_machine_ran_slower_than_calibrated() {
+    let profile = &calibrations()[0];
+    let run = profile_program(
+        "stability_level_run",
+        NP,
+        &example("near_tmax"),
+        &["10", "5", "0", "1000", "10", "2000"],
+        &[("MPIOVER_PROFILE", profile.to_str().expect("utf-8"))],
+    );
+    let injected = injected_s(&run.out, "near_tmax", 1);
+    let faster = scaled_profile(profile, 1.0 / 3.0, &scratch("stability_level_profile"));
+    let r = report_json(&run.dir, &faster, &run.out);
+    let ctx = format!(
+        "{}\nwarnings: {:#}\nlevel: {:#}\nrun directory {}",
+        describe_sites(&r),
+        r["warnings"],
+        r["methods"]["stability"]["level"],
+        run.dir.display()
+    );
+    // Every call looks three times slower than that calibration: the
+    // report says so once, with the factor.
+    let level = &r["methods"]["stability"]["level"];
+    assert_eq!(level["shifted"], true, "{ctx}");
+    let factor = level["factor"].as_f64().unwrap_or(0.0);
+    assert!(factor >= 1.5, "level factor {factor}\n{ctx}");
+    let warned: Vec<&Value> = r["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter(|w| w.as_str().is_some_and(|w| w.contains("slower than calibrated")))
+        .collect();
+    assert_eq!(warned.len(), 1, "{ctx}");
+    // The 5 ms waits are still found, with their overhead.
+    let s = site(&r, "near-tmax-wait", "MPI_Recv").unwrap_or_else(|| panic!("no wait site\n{ctx}"));
+    assert_eq!(s["significant"], true, "{ctx}");
+    assert_close(
+        "the 5 ms waits' overhead",
+        s["overhead_s"].as_f64().unwrap_or(0.0),
+        injected,
+        0.15,
+        &ctx,
+    );
+    // The clean ping-pongs, slower only by the machine's level, are not.
+    for (tag, mpi) in [
+        ("near-tmax-clean-send", "MPI_Send"),
+        ("near-tmax-clean-recv", "MPI_Recv"),
+    ] {
+        let s = site(&r, tag, mpi).unwrap_or_else(|| panic!("no {tag} site\n{ctx}"));
+        assert_ne!(s["significant"], true, "{tag}\n{ctx}");
+    }
+}
