@@ -206,7 +206,10 @@ fn a_real_wait_is_found_when_the_machine_ran_slower_than_calibrated() {
         .as_array()
         .expect("warnings")
         .iter()
-        .filter(|w| w.as_str().is_some_and(|w| w.contains("slower than calibrated")))
+        .filter(|w| {
+            w.as_str()
+                .is_some_and(|w| w.contains("slower than calibrated"))
+        })
         .collect();
     assert_eq!(warned.len(), 1, "{ctx}");
     // The 5 ms waits are still found, with their overhead.
