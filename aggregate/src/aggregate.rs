@@ -58,14 +58,12 @@ impl Aggregate {
         }
     }
 
-    /// An empty aggregate that also keeps every key's entries merged over
-    /// ranks (`keys`), as a merged job log does: the report reads the run's
-    /// latency level and re-tests its sites at a wider tmax from them.
-    pub fn with_keys(want_dist: bool) -> Aggregate {
-        Aggregate {
-            want_keys: true,
-            ..Aggregate::new(want_dist)
-        }
+    /// Whether the records folded from now on also keep their keys merged
+    /// over ranks (`keys`), as a merged job log does: the report reads the
+    /// run's latency level and re-tests its sites at a wider tmax from the
+    /// keys of a sample of ranks.
+    pub fn keep_keys(&mut self, keep: bool) {
+        self.want_keys = keep;
     }
 
     /// Adds another aggregate (other records).

@@ -5,7 +5,7 @@
 //! switches between levels within seconds, and a run at a slower one has
 //! every call slower than calibrated, which the test would take for
 //! overhead. The run's histograms tell: per (function, p, bytes), all sites
-//! merged, the run's fast calls (its 10th percentile) against the profile's
+//! merged over a sample of at most 64 ranks ([`sampled`]), the run's fast calls (its 10th percentile) against the profile's
 //! median of the same key. At the calibrated level at least half the
 //! calibration's calls are slower than its median, and the run's fast tenth
 //! is faster still; when even that tenth is slower than the calibration's
@@ -24,6 +24,16 @@ use mpiover_common::profile::{Profile, ProfileEntry};
 
 use crate::model::{Level, LevelKey};
 use crate::tmax::TmaxSource;
+
+/// Ranks whose keys the report keeps (evenly spaced over the records): the
+/// level and the sites' figures against a wider tmax are read from them, so
+/// that a job of 100,000 ranks costs no more than one of this many.
+const SAMPLED_RANKS: usize = 64;
+
+/// Whether the `i`-th of `n` records is among the sampled ones.
+pub(crate) fn sampled(i: usize, n: usize) -> bool {
+    i % n.div_ceil(SAMPLED_RANKS).max(1) == 0
+}
 
 /// The quantile of a key's calls that stands for its fastest.
 pub(crate) const FAST_QUANTILE: f64 = 0.1;
@@ -253,6 +263,18 @@ mod tests {
         // Faster than calibrated is no shift.
         let rows: Vec<LevelKey> = [0.5, 0.6, 0.7].map(key).into();
         assert_eq!(level_factor(&rows), 1.0);
+    }
+
+    #[test]
+    fn sample_spans_the_ranks() {
+        assert!((0..64).all(|i| sampled(i, 64)));
+        let picked: Vec<usize> = (0..1000).filter(|&i| sampled(i, 1000)).collect();
+        assert!(
+            picked.len() <= SAMPLED_RANKS && picked.len() >= 60,
+            "{picked:?}"
+        );
+        assert_eq!(picked[0], 0);
+        assert!(*picked.last().unwrap() >= 900, "{picked:?}");
     }
 
     #[test]

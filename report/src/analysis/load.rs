@@ -62,7 +62,7 @@ pub fn analyze_dir(
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
-                    let mut agg = Aggregate::with_keys(opts.detail_sites > 0);
+                    let mut agg = Aggregate::new(opts.detail_sites > 0);
                     let mut my_infos = Vec::new();
                     // Workers take files in increasing order, so every file
                     // before a failing one is still read: the error reported
@@ -77,6 +77,7 @@ pub fn analyze_dir(
                             Ok(mut rec) => {
                                 symbols.resolve(&mut rec);
                                 my_infos.push((i, RankInfo::of_source(src, &rec)));
+                                agg.keep_keys(super::level::sampled(i, n));
                                 agg.add_record(&rec, tmax, rdv);
                             }
                             Err(e) => {
@@ -139,8 +140,9 @@ pub fn analyze_records(
     opts: &Options,
 ) -> Report {
     let (rdv, rdv_source, rdv_detail) = rendezvous_of(opts, tmax, records.first());
-    let mut agg = Aggregate::with_keys(opts.detail_sites > 0);
-    for r in records {
+    let mut agg = Aggregate::new(opts.detail_sites > 0);
+    for (i, r) in records.iter().enumerate() {
+        agg.keep_keys(super::level::sampled(i, records.len()));
         agg.add_record(r, tmax, rdv);
     }
     finish(agg, summary, dir, tmax, opts, (rdv, rdv_source, rdv_detail))

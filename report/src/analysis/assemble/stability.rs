@@ -9,8 +9,11 @@
 //! it), then by the shift times the spread between calibrations (`marginal`
 //! if that clears it). What stays significant does not depend on which
 //! calibration the run was judged against. The scaled figures come from the
-//! run's keys (every site's histograms merged over ranks), so the records
-//! are read once.
+//! run's keys (every site's histograms merged over a sample of at most 64
+//! ranks, `level::sampled`), so the records are read once: a site's calls
+//! over the scaled tmax are its calls over tmax times the share of them the
+//! sample keeps above the scaled one (exact when the run has at most 64
+//! ranks), and the same for its overhead.
 
 use mpiover_aggregate::tmax_eval::evaluate;
 use mpiover_aggregate::{KeyAcc, KeyId};
@@ -59,21 +62,53 @@ fn scaled<'a>(
     tmax: Option<&dyn TmaxSource>,
     factors: &[f64],
 ) -> HashMap<SiteKey, Vec<Scaled>> {
-    let mut out: HashMap<SiteKey, Vec<Scaled>> = HashMap::default();
+    // Fixed-point sums: the keys come in the map's order, the figures must
+    // not depend on it.
+    let mut sums: HashMap<SiteKey, Vec<(Fx, Fx)>> = HashMap::default();
     for (id, k) in keys {
         let Some(t) = evaluate(&k.entry, k.unit_s, tmax).tmax else {
             continue;
         };
-        let row = out
+        let row = sums
             .entry(id.0.clone())
-            .or_insert_with(|| vec![Scaled::default(); factors.len()]);
+            .or_insert_with(|| vec![Default::default(); factors.len()]);
         for (slot, f) in row.iter_mut().zip(factors) {
             let ex = k.entry.hist.excess(k.unit_s, t.s * f);
-            slot.overhead += ex.overhead_s;
-            slot.calls_over += ex.calls_over;
+            slot.0.add(ex.overhead_s);
+            slot.1.add(ex.calls_over);
         }
     }
-    out
+    sums.into_iter()
+        .map(|(site, row)| {
+            let row = row
+                .into_iter()
+                .map(|(o, c)| Scaled {
+                    overhead: o.get(),
+                    calls_over: c.get(),
+                })
+                .collect();
+            (site, row)
+        })
+        .collect()
+}
+
+/// A site's figures against the scaled tmax, from its own against tmax and
+/// the sample's against both; none when the sample holds none of its calls
+/// over tmax (then nothing says the wider tmax clears it).
+fn of_site(s: &SiteReport, sample: Scaled, scaled: Scaled) -> Option<Scaled> {
+    let share = |all: f64, part: f64, whole: f64| {
+        if whole > 0.0 {
+            Some(all * (part / whole).min(1.0))
+        } else if all > 0.0 {
+            None
+        } else {
+            Some(0.0)
+        }
+    };
+    Some(Scaled {
+        overhead: share(s.overhead_s?, scaled.overhead, sample.overhead)?,
+        calls_over: share(s.calls_over_tmax?, scaled.calls_over, sample.calls_over)?,
+    })
 }
 
 /// Tests the significant sites again at every stage; the ones a stage
@@ -92,7 +127,11 @@ pub(crate) fn retest<'a>(
     if stages.is_empty() || !built.iter().any(|b| b.report.significant) {
         return 0;
     }
-    let factors: Vec<f64> = stages.iter().map(|s| s.factor).collect();
+    // Index 0: the sample against tmax itself, what the scaled figures are
+    // a share of.
+    let factors: Vec<f64> = std::iter::once(1.0)
+        .chain(stages.iter().map(|s| s.factor))
+        .collect();
     let figures = scaled(keys, tmax, &factors);
     let mut cleared = 0;
     for (i, stage) in stages.iter().enumerate() {
@@ -104,7 +143,7 @@ pub(crate) fn retest<'a>(
             if s.p_value.is_none() {
                 continue;
             }
-            let Some(f) = figures.get(&b.key).map(|v| v[i]) else {
+            let Some(f) = figures.get(&b.key).and_then(|v| of_site(s, v[0], v[i + 1])) else {
                 continue;
             };
             let null = signif::Null::new(q, b.acc.basis);
