@@ -31,12 +31,32 @@ const SIZES: &str = "8";
 const FILE: &str = "near_tmax.c";
 
 /// Three quick calibrations one after the other (shared by the tests of a
-/// test process).
+/// test process). One whose small-message tmax is preemption-sized (a host
+/// busy with other work) is measured again, as the accuracy suite does: a
+/// tmax forty times another makes every verdict hang on it, which is the
+/// host's doing, not the spread between calibrations this test is about.
 fn calibrations() -> &'static Vec<PathBuf> {
     static CELL: OnceLock<Result<Vec<PathBuf>, String>> = OnceLock::new();
     shared(&CELL, || {
         (1..=3)
-            .map(|i| quick_profile(&format!("stability_calibration_{i}"), NP, FUNCTIONS, SIZES))
+            .map(|i| {
+                let mut problems = Vec::new();
+                for attempt in 1..=3 {
+                    let test = format!("stability_calibration_{i}");
+                    let p = quick_profile(&test, NP, FUNCTIONS, SIZES);
+                    let prof = mpiover_common::profile::Profile::load(&p)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    match disturbed_calibration(&prof) {
+                        None => return p,
+                        Some(why) => problems.push(format!("attempt {attempt}: {why}")),
+                    }
+                }
+                panic!(
+                    "no usable calibration in 3 attempts: the machine is too busy, tmax of \
+                     small messages is preemption-sized:\n{}",
+                    problems.join("\n")
+                )
+            })
             .collect()
     })
 }
