@@ -32,7 +32,7 @@ const SAMPLED_RANKS: usize = 64;
 
 /// Whether the `i`-th of `n` records is among the sampled ones.
 pub(crate) fn sampled(i: usize, n: usize) -> bool {
-    i % n.div_ceil(SAMPLED_RANKS).max(1) == 0
+    i.is_multiple_of(n.div_ceil(SAMPLED_RANKS).max(1))
 }
 
 /// The quantile of a key's calls that stands for its fastest.
