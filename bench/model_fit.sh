@@ -11,9 +11,12 @@
 #                      entry, share of its odd samples above it (median, p10,
 #                      p90 over entries; 1 - q_max = 1 % is the target)
 #   exceed emp.        the same for the even samples' empirical q_max quantile
-#   A/B tmax, q99      the same entry's tmax in A and in B, larger over
-#                      smaller (median, p90), and the stored empirical 99th
-#                      percentiles' ratio for comparison
+#   A/B tmax|q99|med   the same entry's tmax in A and in B, larger over
+#                      smaller (median, p90), then the stored empirical 99th
+#                      percentiles' ratio and the medians' ratio: how far the
+#                      machine itself moved between the two
+#   tmax/med           the tmax ratio's median over the medians' (1 when
+#                      tmax moves no more than the machine does)
 #   needed             samples the stopping rule (5 % of terr,max over the last
 #                      75 samples) needed, from 50 on (median, p90), and the
 #                      samples the calibration kept (median)
@@ -45,8 +48,8 @@ mkdir -p "$OUT"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$OUT"' EXIT
 MPIOVER=$TARGET/release/mpiover
 
-printf '%-8s %3s %7s %-44s %9s %-26s %-26s %-19s %-12s %s\n' mpi np entries modelled empirical \
-    "exceed model (med p10 p90)" "exceed emp. (med p10 p90)" "A/B tmax | q99" "needed|kept" load
+printf '%-8s %3s %7s %-44s %9s %-26s %-26s %-30s %-8s %-12s %s\n' mpi np entries modelled empirical \
+    "exceed model (med p10 p90)" "exceed emp. (med p10 p90)" "A/B tmax | q99 | median" "tmax/med" "needed|kept" load
 for mpi in $MPIS; do
     case $mpi in
     openmpi) run=(mpirun --oversubscribe) cal=$TARGET/release/mpiover-calibrate ;;
@@ -76,10 +79,14 @@ for mpi in $MPIS; do
                 + ([.models | to_entries[] | "\(.key) \(.value)"] | join(", "))),
               (.empirical|tostring),
               (.exceed|t3), (.exceed_empirical|t3),
-              ((.against.tmax_ratio|r2) + " | " + (.against.q99_ratio|r2)),
+              ((.against.tmax_ratio|r2) + " | " + (.against.q99_ratio|r2) + " | "
+                + (.against.median_ratio|r2)),
+              (if .against.tmax_ratio == null or .against.median_ratio == null then "-"
+               else (.against.tmax_ratio[0] / .against.median_ratio[0] * 100 | round / 100 | tostring)
+               end),
               ("\(.needed[0] // "-")|\(.n[0])"), $busy ]
           | @tsv' <<<"$c" |
-            awk -F'\t' '{printf "%-8s %3s %7s %-44s %9s %-26s %-26s %-19s %-12s %s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10}'
+            awk -F'\t' '{printf "%-8s %3s %7s %-44s %9s %-26s %-26s %-30s %-8s %-12s %s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11}'
     done
 done
 echo "profiles and logs: $OUT${KEEP:+ (kept)}"

@@ -213,6 +213,7 @@ mod tests {
                 critical: None,
                 accepted: false,
                 fallback: true,
+                tail_test: None,
                 bin_width_s: None,
                 window_s: None,
                 stop: Some(stop),

@@ -178,6 +178,7 @@ pub(crate) fn make_entry(
             critical: None,
             accepted: false,
             fallback: true,
+            tail_test: None,
             bin_width_s: None,
             window_s: windowed.then_some(out.window_s),
             stop: out.stop,

@@ -38,6 +38,10 @@ pub struct FitArgs {
     /// refinement of the overhead paper eq. 10).
     #[arg(long)]
     pub no_refine: bool,
+    /// Do not fit a generalized Pareto tail where every body model is rejected: tmax is then
+    /// the empirical quantile, as the calibration computed it before tail models.
+    #[arg(long)]
+    pub no_tail: bool,
     /// Smallest number of run-times accepted.
     #[arg(long, value_name = "N", default_value_t = FitOptions::default().min_samples)]
     pub min_samples: usize,
@@ -70,6 +74,7 @@ pub fn output(args: &FitArgs) -> anyhow::Result<String> {
         q_max: args.q,
         alpha: args.alpha,
         refine: !args.no_refine,
+        tail: !args.no_tail,
         min_samples: args.min_samples,
         ..FitOptions::default()
     };
@@ -336,6 +341,26 @@ fn render_text(name: &str, r: &FitResult) -> String {
             }
         );
     }
+    if let Some(t) = &r.tail {
+        let _ = writeln!(
+            s,
+            "  {:<12} {:<48} {:>10} {:>4} {:>10} {:>8.4} {:>10}  {}",
+            "tail (GPD)",
+            format!(
+                "xi {:.3}, sigma {}, {} above {}",
+                t.xi,
+                human(t.sigma_s),
+                t.exceedances,
+                human(t.threshold_s)
+            ),
+            format!("A2 {:.3}", t.a2),
+            "",
+            "",
+            t.p_value,
+            "",
+            if t.accepted { "accepted" } else { "rejected" }
+        );
+    }
     let _ = writeln!(s);
     let _ = writeln!(s, "Decision: {}.", r.decision());
     let pct = percent(r.q_max);
@@ -374,6 +399,17 @@ fn render_text(name: &str, r: &FitResult) -> String {
                 "tmax = {} = fastest + {}: {how}.",
                 human_at(r.tmax_s, r.resolution_s),
                 human(r.terr_max_s)
+            );
+        }
+        None if !r.fallback => {
+            let _ = writeln!(
+                s,
+                "tmax = {} = fastest + {}: the threshold plus the generalized Pareto quantile \
+                 that the errors exceed with probability 1 - {} (docs/method.md, \
+                 \"A tail model where no body fits\").",
+                human_at(r.tmax_s, r.resolution_s),
+                human(r.terr_max_s),
+                r.q_max
             );
         }
         None => {

@@ -68,10 +68,24 @@ pub struct EntryCheck {
     /// model, else empirical), and above its empirical quantile.
     pub exceed: Option<f64>,
     pub exceed_empirical: Option<f64>,
+    /// The tail model's test on the whole sample, when every body model was
+    /// rejected: its threshold level, shape and p-value.
+    pub tail: Option<TailCheck>,
     /// Whether the even half's tmax came from a model.
     pub half_modelled: bool,
     /// Samples the stopping rule needed (none: not within the sample).
     pub needed: Option<usize>,
+}
+
+/// The tail model's fit of an entry, in brief.
+#[derive(Debug, Clone, Serialize)]
+pub struct TailCheck {
+    pub level: f64,
+    pub exceedances: usize,
+    pub xi: f64,
+    pub a2: f64,
+    pub p_value: f64,
+    pub accepted: bool,
 }
 
 /// Fits one entry's sample and answers the three questions.
@@ -91,13 +105,24 @@ pub fn check_entry(
         n: times.len(),
         model: whole
             .as_ref()
-            .and_then(|r| r.chosen)
-            .map(|k| k.name().to_string()),
+            .and_then(|r| r.model_name())
+            .map(str::to_string),
         tmax_s: whole.as_ref().map_or(f64::NAN, |r| r.tmax_s),
         empirical_tmax_s: whole.as_ref().map_or(f64::NAN, |r| r.empirical_tmax_s),
         exceed: half.as_ref().map(|h| above(h.tmax_s)),
         exceed_empirical: half.as_ref().map(|h| above(h.empirical_tmax_s)),
-        half_modelled: half.as_ref().is_some_and(|h| h.chosen.is_some()),
+        tail: whole
+            .as_ref()
+            .and_then(|r| r.tail.as_ref())
+            .map(|t| TailCheck {
+                level: t.level,
+                exceedances: t.exceedances,
+                xi: t.xi,
+                a2: t.a2,
+                p_value: t.p_value,
+                accepted: t.accepted,
+            }),
+        half_modelled: half.as_ref().is_some_and(|h| !h.fallback),
         needed: samples_needed(times, opts, rule),
     }
 }
@@ -343,6 +368,16 @@ pub fn render(c: &Check) -> String {
         let _ = writeln!(o, "    tmax:   {}", rat(a.tmax_ratio));
         let _ = writeln!(o, "    q99_s:  {}", rat(a.q99_ratio));
         let _ = writeln!(o, "    median: {}", rat(a.median_ratio));
+        // How much of tmax's spread the machine explains: the medians moved too.
+        if let (Some(t), Some(m)) = (a.tmax_ratio, a.median_ratio) {
+            let _ = writeln!(
+                o,
+                "    tmax's median ratio is {:.2} x the medians' ({:.2} against {:.2})",
+                t.0 / m.0,
+                t.0,
+                m.0
+            );
+        }
     }
     o
 }

@@ -8,7 +8,6 @@ use std::path::Path;
 
 use mpiover_common::completion::{resolve, KeyRef, Missing};
 use mpiover_common::profile::{Environment, FitModel, Profile};
-use mpiover_stats::ModelKind;
 
 pub use mpiover_aggregate::Tmax;
 
@@ -113,8 +112,8 @@ pub fn open_profile(path: &Path, q_max: Option<f64>) -> anyhow::Result<Box<dyn T
 
 /// Re-computes every entry's tmax at another q_max, without re-measuring:
 /// entries with a fitted model (the overhead paper §7) take `min + terr_max(q)` of that
-/// model with its stored parameters (or, in older profiles, lambda) and bin width;
-/// entries that fell back to the empirical quantile are interpolated linearly in q
+/// model with its stored parameters (or, in older profiles, lambda) and bin width, a tail
+/// model its generalized Pareto quantile where q lies above its threshold; entries that fell back to the empirical quantile are interpolated linearly in q
 /// between their stored quantiles (median at 0.5, q90, q99, max at 1). Returns how many entries
 /// were interpolated that way (an approximation, named in the methods block).
 pub fn retarget(profile: &mut Profile, q: f64) -> Result<usize, mpiover_stats::StatsError> {
@@ -122,14 +121,18 @@ pub fn retarget(profile: &mut Profile, q: f64) -> Result<usize, mpiover_stats::S
     let resolution = profile.environment.timer.resolution_s;
     let mut approx = 0;
     for e in &mut profile.entries {
-        // The profile's model names and the statistics' model families.
-        let kind = e.model.map(|m| match m {
-            FitModel::Poisson => ModelKind::Poisson,
-            FitModel::Exponential => ModelKind::Exponential,
-            FitModel::NegBinomial => ModelKind::NegBinomial,
-            FitModel::LogNormal => ModelKind::LogNormal,
-            FitModel::Mixture => ModelKind::Mixture,
-        });
+        // A tail model's quantile at q, where q lies above its threshold.
+        if e.model == Some(FitModel::Tail) && !e.fallback {
+            if let Some(t) = e
+                .params
+                .as_deref()
+                .and_then(|p| mpiover_stats::tail::terr_max_from_params(p, q))
+            {
+                e.tmax_s = e.min_s + t;
+                continue;
+            }
+        }
+        let kind = e.model.and_then(FitModel::kind);
         // The stored parameters; profiles written before them have only lambda, which is
         // all a Poisson or exponential model needs.
         let fitted = match (kind, &e.params, e.lambda, e.bin_width_s) {

@@ -325,11 +325,12 @@ fn bimodal_sample_falls_back_with_a_ci() {
         text.push_str(&format!("{:e}\n", (10_000.0 + mode + e) * 1e-9));
     }
     let f = temp_file("bimodal.txt", &text);
-    let out = ok_stdout(&run(&[f.to_str().unwrap()], None));
+    let f = f.to_str().unwrap();
+    let out = ok_stdout(&run(&[f, "--no-tail"], None));
     assert!(out.contains("Decision: no model fits the errors"), "{out}");
     assert!(out.contains("95% confidence interval"), "{out}");
     assert!(out.contains("(exact coverage "), "{out}");
-    let v = json(&run(&[f.to_str().unwrap(), "--format", "json"], None));
+    let v = json(&run(&[f, "--format", "json", "--no-tail"], None));
     assert_eq!(v["fallback"], true);
     assert!(v["chosen"].is_null());
     assert_eq!(v["fallback_ci"].as_array().unwrap().len(), 2);
@@ -354,7 +355,10 @@ fn fallback_at_n_200_states_the_coverage_of_its_interval() {
         .collect();
     let text: String = times.iter().map(|t| format!("{t:e}\n")).collect();
     let f = temp_file("bimodal200.txt", &text);
-    let v = json(&run(&[f.to_str().unwrap(), "--format", "json"], None));
+    let v = json(&run(
+        &[f.to_str().unwrap(), "--format", "json", "--no-tail"],
+        None,
+    ));
     assert_eq!(v["fallback"], true);
     assert_eq!(v["n"], 200);
     assert_eq!(v["fallback_ci_nominal"], false);
@@ -367,7 +371,7 @@ fn fallback_at_n_200_states_the_coverage_of_its_interval() {
     let ci = v["fallback_ci"].as_array().unwrap();
     assert_eq!(ci[0].as_f64().unwrap(), sorted[194]);
     assert_eq!(ci[1].as_f64().unwrap(), sorted[199]);
-    let out = ok_stdout(&run(&[f.to_str().unwrap()], None));
+    let out = ok_stdout(&run(&[f.to_str().unwrap(), "--no-tail"], None));
     assert!(out.contains("Decision: no model fits the errors"), "{out}");
     assert!(
         out.contains("a 95% confidence interval is not available at n = 200"),
@@ -460,4 +464,32 @@ fn bad_options_are_errors() {
     assert_eq!(out.status.code(), Some(2));
     let out = run(&[p, "--resolution", "abc"], None);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// The bimodal sample of `bimodal_sample_falls_back_with_a_ci`: no body family fits its two
+/// modes, but the errors above the lower one are exponential (mean 50 ns) from 2 us on, so the
+/// tail model fits and its tmax is the true 0.99 quantile: P(T > x) = 0.5 e^(-(x - 12 us) /
+/// 50 ns) = 0.01 at x = 12 us + 50 ln 50 ns = 12.196 us.
+#[test]
+fn bimodal_sample_with_an_exponential_upper_mode_gets_a_tail_model() {
+    let mut text = String::new();
+    let mut g = Lcg(7);
+    for i in 0..1000 {
+        let mode = if i % 2 == 0 { 0.0 } else { 2000.0 };
+        let e = (-50.0 * g.uniform().ln()).floor();
+        text.push_str(&format!("{:e}\n", (10_000.0 + mode + e) * 1e-9));
+    }
+    let f = temp_file("bimodal-tail.txt", &text);
+    let v = json(&run(&[f.to_str().unwrap(), "--format", "json"], None));
+    assert_eq!(v["fallback"], false);
+    assert!(v["chosen"].is_null());
+    assert_eq!(v["tail"]["accepted"], true);
+    let tmax = v["tmax_s"].as_f64().unwrap();
+    let truth = (12_000.0 + 50.0 * 50f64.ln()) * 1e-9;
+    assert!(
+        (tmax - truth).abs() < 25e-9,
+        "tmax {tmax:e} s against the true 0.99 quantile {truth:e} s"
+    );
+    let out = ok_stdout(&run(&[f.to_str().unwrap()], None));
+    assert!(out.contains("a generalized Pareto tail fits"), "{out}");
 }

@@ -49,7 +49,10 @@
 //!    q_max class quantile for the discrete families, the continuous quantile for the
 //!    discretized continuous ones (-ln(1 - q_max)/lambda for the exponential;
 //!    [`crate::model`] explains all of them).
-//! 7. **Fallback**: if every model is rejected (or untestable), the result says so
+//! 7. **Tail model**: if every body model is rejected (or untestable), a generalized Pareto
+//!    distribution is fitted to the errors above a threshold and tested ([`crate::tail`]);
+//!    when it is accepted, tmax is its q_max quantile (`tail`, `fallback: false`).
+//! 8. **Fallback**: if the tail model is rejected too, the result says so
 //!    (`fallback: true`, `chosen: None`) and tmax is the empirical q_max quantile x_(ceil(n q)),
 //!    with its nonparametric confidence interval (Hoefler & Belli) and that interval's exact binomial
 //!    coverage. Where n is too small for an interval at `ci_level` (a 95 % interval of the 0.99
@@ -66,6 +69,7 @@ use crate::model::ModelKind;
 use crate::quantile::{min_n_for_ci_with_coverage, quantile_ci_with_coverage};
 use crate::refine::{refine, Objective};
 use crate::sample::{QMax, Sample};
+use crate::tail::{fit_tail, TailFit};
 
 /// How to fit. `Default` gives the method's defaults.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -88,6 +92,8 @@ pub struct FitOptions {
     pub min_expected: f64,
     /// Confidence level of the fallback's interval (default 0.95).
     pub ci_level: f64,
+    /// Fit a tail model where every body model is rejected (default true; [`crate::tail`]).
+    pub tail: bool,
 }
 
 impl Default for FitOptions {
@@ -102,6 +108,7 @@ impl Default for FitOptions {
             min_samples: 50,
             min_expected: 5.0,
             ci_level: 0.95,
+            tail: true,
         }
     }
 }
@@ -223,11 +230,14 @@ pub struct FitResult {
     pub models: Vec<ModelFit>,
     /// The chosen model; None when every model was rejected.
     pub chosen: Option<ModelKind>,
+    /// The tail model, fitted when every body model was rejected: tmax is its when it is
+    /// accepted; when it is not, it is shown for how far off it was ([`crate::tail`]).
+    pub tail: Option<TailFit>,
     /// tmax, seconds.
     pub tmax_s: f64,
     /// tmax - min(S), seconds.
     pub terr_max_s: f64,
-    /// True when no model was accepted and tmax is the empirical quantile.
+    /// True when no model (body or tail) was accepted and tmax is the empirical quantile.
     pub fallback: bool,
     /// The empirical q_max quantile x_(ceil(n q_max)), seconds (the fallback tmax; always given
     /// for comparison).
@@ -254,6 +264,16 @@ impl FitResult {
         self.chosen
     }
 
+    /// The name of what tmax came from: a body family ([`ModelKind::name`]), `tail` for the
+    /// tail model; none for the empirical quantile.
+    pub fn model_name(&self) -> Option<&'static str> {
+        match (self.chosen, &self.tail) {
+            (Some(k), _) => Some(k.name()),
+            (None, Some(t)) if t.accepted => Some("tail"),
+            _ => None,
+        }
+    }
+
     /// The fit of one family.
     pub fn model(&self, kind: ModelKind) -> Option<&ModelFit> {
         self.models.iter().find(|m| m.kind == kind)
@@ -271,14 +291,27 @@ impl FitResult {
                     m.chi2,
                     m.critical.unwrap_or(0.0),
                     self.alpha,
-                    if others_accepted { " with the lowest BIC of the accepted models" } else { "" },
+                    if others_accepted {
+                        " with the lowest BIC of the accepted models"
+                    } else {
+                        ""
+                    },
                     self.q_max
                 )
             }
-            None => format!(
-                "no model fits the errors at alpha = {}; tmax is the empirical {} quantile of the sample",
-                self.alpha, self.q_max
-            ),
+            None => match self.tail.as_ref().filter(|t| t.accepted) {
+                Some(t) => format!(
+                    "no body model fits the errors at alpha = {}; a generalized Pareto tail fits \
+                     the {} errors above their {} quantile (Anderson-Darling p = {:.2}); tmax \
+                     is its {} quantile",
+                    self.alpha, t.exceedances, t.level, t.p_value, self.q_max
+                ),
+                None => format!(
+                    "no model fits the errors at alpha = {}; tmax is the empirical {} quantile \
+                     of the sample",
+                    self.alpha, self.q_max
+                ),
+            },
         }
     }
 }
@@ -392,9 +425,14 @@ fn fit_histogram(sample: &Sample, h: &Histogram, q: QMax, opts: &FitOptions) -> 
             ));
         }
     }
-    let (chosen, tmax_s, ci) = match best {
-        Some(m) => (Some(m.kind), m.tmax_s, None),
-        None => {
+    let tail = best
+        .is_none()
+        .then(|| opts.tail.then(|| fit_tail(sample, q, opts.alpha)).flatten())
+        .flatten();
+    let (chosen, tmax_s, ci) = match (best, &tail) {
+        (Some(m), _) => (Some(m.kind), m.tmax_s, None),
+        (None, Some(t)) if t.accepted => (None, t.tmax_s, None),
+        (None, _) => {
             let ci = quantile_ci_with_coverage(n, q.get(), opts.ci_level);
             match ci {
                 Some(c) if c.nominal => {}
@@ -426,8 +464,9 @@ fn fit_histogram(sample: &Sample, h: &Histogram, q: QMax, opts: &FitOptions) -> 
         mean_class: h.mean_class(),
         q_max: q.get(),
         alpha: opts.alpha,
-        fallback: chosen.is_none(),
+        fallback: chosen.is_none() && !tail.as_ref().is_some_and(|t| t.accepted),
         chosen,
+        tail,
         tmax_s,
         terr_max_s: (tmax_s - sample.min()).max(0.0),
         empirical_tmax_s: empirical,

@@ -22,6 +22,7 @@
 //! | refinement | min over lambda > 0 of sum abs(f_k - p_k(lambda)) (eq. 10), kept if chi2^ drops; one-parameter models only | §7 | [`refine`] |
 //! | selection | lowest BIC = k ln N - 2 ln L among accepted models (the paper, with two one-parameter models: lowest chi2^); none accepted: empirical quantile + CI | §7 | [`mod@fit`] |
 //! | tmax | tmax = min(S) + t_err,max, t_err,max the q_max quantile, 0.8 <= q_max < 1 (eq. 2) | §4 | [`model`], [`mod@fit`] |
+//! | tail model | no body accepted: a generalized Pareto distribution above the lowest accepted of five thresholds (Anderson-Darling), tmax its q_max quantile | - | [`tail`] |
 //! | sample size | tmax stable over growing subsets from N ~ 200 | §9 | [`stopping`] |
 //!
 //! Supporting pieces: [`sample`] (validated inputs), [`quantile`] (nonparametric confidence
@@ -90,6 +91,7 @@ pub mod significance;
 pub mod special;
 pub mod stopping;
 pub mod summary;
+pub mod tail;
 
 pub use chi2::{Group, Verdict};
 pub use compare::mann_whitney_binned;
@@ -109,3 +111,4 @@ pub use significance::{
 pub use special::{chi2_critical, chi2_critical_wilson_hilferty, chi2_sf, normal_upper_quantile};
 pub use stopping::{Stop, StoppingRule};
 pub use summary::{summarize, Summary};
+pub use tail::{fit_tail, TailFit};

@@ -65,6 +65,7 @@ pub fn combine_runs(base: &ProfileEntry, runs: Vec<EntryRun>) -> ProfileEntry {
     e.chi2 = top.chi2;
     e.df = top.df;
     e.critical = top.critical;
+    e.tail_test = top.tail_test;
     e.bin_width_s = top.bin_width_s;
     e.accepted = runs.iter().all(|r| r.accepted);
     e.fallback = runs.iter().any(|r| r.fallback);

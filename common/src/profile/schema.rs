@@ -169,6 +169,10 @@ pub enum FitModel {
     /// Poisson body plus geometric tail: params [lambda (classes), tail_lambda (1/s),
     /// tail_weight].
     Mixture,
+    /// No body model fits; a generalized Pareto distribution fits the errors above a
+    /// threshold: params [threshold (s above min), xi, sigma (s), share above the
+    /// threshold]. `chi2`, `df` and `critical` are then the nearest body model's.
+    Tail,
 }
 
 impl FitModel {
@@ -180,8 +184,28 @@ impl FitModel {
             FitModel::NegBinomial => "negbinomial",
             FitModel::LogNormal => "lognormal",
             FitModel::Mixture => "mixture",
+            FitModel::Tail => "tail",
         }
     }
+
+    /// True for the tail model, false for the body families.
+    pub fn is_tail(self) -> bool {
+        self == FitModel::Tail
+    }
+}
+
+/// The goodness-of-fit test of a tail model (`docs/method.md`, "A tail model
+/// where no body fits").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TailTest {
+    /// Quantile level of the threshold.
+    pub level: f64,
+    /// Exceedances over the threshold.
+    pub exceedances: u64,
+    /// Anderson-Darling statistic and its p-value for estimated parameters.
+    pub a2: f64,
+    pub p_value: f64,
+    pub accepted: bool,
 }
 
 /// Why the calibration stopped sampling an entry.
@@ -481,8 +505,9 @@ pub struct Measured {
     pub q99_s: Option<f64>,
     pub tmax_s: f64,
     /// Chosen model (`poisson`, `exponential`, `negbinomial`, `lognormal`,
-    /// `mixture`), none when every model was rejected (then tmax is the
-    /// empirical q_max quantile, `fallback`).
+    /// `mixture`; `tail` when every body model was rejected and a generalized
+    /// Pareto tail was accepted), none when every model was rejected (then
+    /// tmax is the empirical q_max quantile, `fallback`).
     pub model: Option<FitModel>,
     pub lambda: Option<f64>,
     /// Every parameter of the chosen model, in the statistics' order
@@ -499,6 +524,10 @@ pub struct Measured {
     pub accepted: bool,
     #[serde(default)]
     pub fallback: bool,
+    /// The tail model's test, when one was fitted (every body model rejected):
+    /// its Anderson-Darling statistic and p-value, accepted or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_test: Option<TailTest>,
     /// Histogram bin width of the fit, seconds.
     #[serde(default)]
     pub bin_width_s: Option<f64>,

@@ -30,15 +30,20 @@ impl TmaxFrom {
         t
     }
 
-    /// "tmax from a model on 28 of 103 entries (mixture 18, lognormal 10),
-    /// the empirical q quantile on 75".
+    /// "tmax from a model on 88 of 103 entries (mixture 18, lognormal 10, a
+    /// generalized Pareto tail 60), the empirical q quantile on 15".
     pub fn describe(&self, q_max: Option<f64>) -> String {
         let modelled = self.entries - self.empirical;
-        let fams: Vec<String> = self
+        // Body families first, then the tail model, which is no family of the body.
+        let mut fams: Vec<String> = self
             .models
             .iter()
+            .filter(|(k, _)| k.as_str() != "tail")
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
+        if let Some(t) = self.models.get("tail") {
+            fams.push(format!("a generalized Pareto tail {t}"));
+        }
         format!(
             "tmax from an error model on {modelled} of {} entries{}, the empirical {} quantile on {}",
             self.entries,

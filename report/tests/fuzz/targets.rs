@@ -172,6 +172,7 @@ pub fn fit(p: &Path, index: u64, fit_every: u64) -> anyhow::Result<()> {
             FitFormat::Json
         },
         no_refine: false,
+        no_tail: index.is_multiple_of(3),
         min_samples: mpiover_stats::FitOptions::default().min_samples,
     };
     mpiover_report::fit::output(&args).map(|_| ())

@@ -152,7 +152,16 @@ pub(crate) fn bimodal_sample_is_rejected_by_both_and_falls_back() {
             .iter()
             .map(|t| t + 2e-6),
     );
-    let r = fit(&v, &FitOptions::default()).unwrap();
+    // The upper mode's errors are exponential: the tail model fits them.
+    let with_tail = fit(&v, &FitOptions::default()).unwrap();
+    check_sane(&with_tail);
+    assert!(!with_tail.fallback && with_tail.tail.as_ref().is_some_and(|t| t.accepted));
+    // Without it, the empirical quantile.
+    let no_tail = FitOptions {
+        tail: false,
+        ..FitOptions::default()
+    };
+    let r = fit(&v, &no_tail).unwrap();
     check_sane(&r);
     assert!(r.models.iter().all(|m| !m.accepted), "{:?}", r.models);
     assert!(r.fallback);
@@ -184,7 +193,11 @@ pub(crate) fn fallback_at_n_200_gives_the_widest_interval_and_its_coverage() {
             .iter()
             .map(|t| t + 2e-6),
     );
-    let r = fit(&v, &FitOptions::default()).unwrap();
+    let no_tail = FitOptions {
+        tail: false,
+        ..FitOptions::default()
+    };
+    let r = fit(&v, &no_tail).unwrap();
     check_sane(&r);
     assert!(r.fallback);
     let s = Sample::new(&v).unwrap();

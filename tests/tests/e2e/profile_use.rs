@@ -43,6 +43,7 @@ pub(crate) fn point(function: &str, bytes: u64, role: Option<&str>, tmax_s: f64)
             critical: None,
             accepted: true,
             fallback: false,
+            tail_test: None,
             bin_width_s: None,
             window_s: None,
             stop: None,

@@ -35,6 +35,7 @@ fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> P
             critical: Some(9.49),
             accepted: true,
             fallback: false,
+            tail_test: None,
             bin_width_s: Some(1e-7),
             window_s: Some(1e-4),
             stop: Some(StopReason::Stable),
