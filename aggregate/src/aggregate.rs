@@ -58,6 +58,14 @@ impl Aggregate {
         }
     }
 
+    /// Whether the records folded from now on also keep their keys merged
+    /// over ranks (`keys`), as a merged job log does: the report reads the
+    /// run's latency level and re-tests its sites at a wider tmax from the
+    /// keys of a sample of ranks.
+    pub fn keep_keys(&mut self, keep: bool) {
+        self.want_keys = keep;
+    }
+
     /// Adds another aggregate (other records).
     pub fn merge(&mut self, o: Aggregate) {
         for (id, k) in o.keys {

@@ -35,6 +35,15 @@ pub struct AnalysisArgs {
     /// on the test alone.
     #[arg(long, default_value_t = crate::analysis::DEFAULT_MIN_SHARE, value_name = "FRACTION")]
     pub min_share: f64,
+    /// A significant site is called marginal when tmax times this factor
+    /// (how far two calibrations put tmax apart) would clear it; 1 turns the
+    /// check off.
+    #[arg(long, default_value_t = crate::analysis::DEFAULT_TMAX_SPREAD, value_name = "FACTOR")]
+    pub tmax_spread: f64,
+    /// Do not compare the run's fastest calls with the calibration's (the
+    /// machine's latency level): no level-shift warning or verdict.
+    #[arg(long)]
+    pub no_level_check: bool,
     /// Sends of at least this many bytes are rendezvous sends (Late Receiver).
     /// Default: one above the eager limit the profile measured, else the one
     /// the MPI library states (MPI_T, in the records), else 65536.
@@ -119,6 +128,12 @@ impl AnalysisArgs {
                 self.min_share
             );
         }
+        if !(self.tmax_spread >= 1.0 && self.tmax_spread.is_finite()) {
+            anyhow::bail!(
+                "--tmax-spread must be at least 1 (got {})",
+                self.tmax_spread
+            );
+        }
         if let Some(q) = self.q_max {
             if mpiover_stats::QMax::new(q).is_err() {
                 anyhow::bail!(
@@ -148,6 +163,8 @@ impl AnalysisArgs {
         Options {
             alpha: self.alpha,
             min_share: self.min_share,
+            tmax_spread: self.tmax_spread,
+            level_check: !self.no_level_check,
             eager_limit: self.eager_limit,
             threads: self.threads,
             detail_sites,

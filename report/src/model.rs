@@ -16,7 +16,12 @@ use serde::{Deserialize, Serialize};
 pub use mpiover_common::functions::WaitState;
 
 mod regions;
+mod stability;
 pub use regions::{Excerpt, RegionEndReport, RegionRef, RegionReport, RootCause};
+pub use stability::{Level, LevelKey, Margin, Stability};
+
+mod tmax_from;
+pub use tmax_from::TmaxFrom;
 
 /// A kind whose JSON spelling is also how reports print it.
 macro_rules! spelled {
@@ -68,6 +73,12 @@ spelled! {
         /// Not significant against a tmax from weak calibration entries
         /// (too few samples, or a skewed clock): no verdict.
         WeakTmax = "weak tmax",
+        /// Significant against tmax, not against tmax widened by the spread
+        /// between calibrations: the verdict hangs on the calibration.
+        Marginal = "marginal",
+        /// Significant against tmax, not once tmax is scaled by how much
+        /// slower the machine ran than it was calibrated.
+        LevelShift = "within level shift",
     }
 }
 
@@ -193,6 +204,10 @@ pub struct Summary {
     pub calls: u64,
     pub sites: usize,
     pub significant_sites: usize,
+    /// Sites significant against tmax whose verdict a wider tmax or the
+    /// machine's level shift undoes (not among `significant_sites`).
+    #[serde(default)]
+    pub marginal_sites: usize,
     /// The worst sites, one sentence each (at most three).
     pub worst: Vec<String>,
 }
@@ -290,8 +305,13 @@ pub struct SiteReport {
     /// Calls over tmax significantly above the (1 - q_max) expected by
     /// chance (one-sided binomial test, Benjamini-Hochberg across sites).
     pub significant: bool,
-    /// `significant`, `not significant`, `too few calls`, `no tmax` or `no q_max`.
+    /// `significant`, `not significant`, `too few calls`, `negligible`,
+    /// `marginal`, `within level shift`, `weak tmax`, `no tmax` or `no q_max`.
     pub significance: Significance,
+    /// For sites significant against tmax: their figures against the widest
+    /// tmax they were tested at (`methods.stability`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin: Option<Margin>,
     pub p_value: Option<f64>,
     /// Benjamini-Hochberg adjusted p-value.
     pub q_value: Option<f64>,
@@ -443,6 +463,9 @@ pub struct Methods {
     pub depth: u32,
     /// How to get overhead when there is no profile.
     pub hint: Option<String>,
+    /// What the verdicts were checked against besides tmax.
+    #[serde(default)]
+    pub stability: Stability,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -458,61 +481,6 @@ pub struct ProfileMethod {
     /// could not be read here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tmax_from: Option<TmaxFrom>,
-}
-
-/// The profile's entries by the source of their tmax.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct TmaxFrom {
-    pub entries: u64,
-    /// Entries per chosen model family (`mixture`, `lognormal`, ...).
-    pub models: std::collections::BTreeMap<String, u64>,
-    /// Entries where every model was rejected: tmax is the empirical q_max
-    /// quantile of the sample.
-    pub empirical: u64,
-}
-
-impl TmaxFrom {
-    /// Counts a profile's entries.
-    pub fn of(p: &mpiover_common::profile::Profile) -> TmaxFrom {
-        let mut t = TmaxFrom {
-            entries: p.entries.len() as u64,
-            ..Default::default()
-        };
-        for e in &p.entries {
-            match e.model.filter(|_| !e.fallback) {
-                Some(m) => *t.models.entry(m.to_string()).or_insert(0) += 1,
-                None => t.empirical += 1,
-            }
-        }
-        t
-    }
-
-    /// "tmax from a model on 88 of 103 entries (mixture 18, lognormal 10, a
-    /// generalized Pareto tail 60), the empirical q quantile on 15".
-    pub fn describe(&self, q_max: Option<f64>) -> String {
-        let modelled = self.entries - self.empirical;
-        // Body families first, then the tail model, which is no family of the body.
-        let mut fams: Vec<String> = self
-            .models
-            .iter()
-            .filter(|(k, _)| k.as_str() != "tail")
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        if let Some(t) = self.models.get("tail") {
-            fams.push(format!("a generalized Pareto tail {t}"));
-        }
-        format!(
-            "tmax from an error model on {modelled} of {} entries{}, the empirical {} quantile on {}",
-            self.entries,
-            if fams.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", fams.join(", "))
-            },
-            q_max.map_or("q_max".to_string(), |q| q.to_string()),
-            self.empirical
-        )
-    }
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -46,6 +46,12 @@ pub trait TmaxSource: Sync {
     fn tmax_from(&self) -> Option<crate::model::TmaxFrom> {
         None
     }
+
+    /// The profile itself, when the source is one: the level check reads
+    /// its entries' fastest and median calls.
+    fn profile(&self) -> Option<&Profile> {
+        None
+    }
 }
 
 // The aggregate's folds ask their tmax through the aggregate's own trait,
@@ -203,6 +209,9 @@ impl TmaxSource for ProfileTmax {
     }
     fn tmax_from(&self) -> Option<crate::model::TmaxFrom> {
         Some(crate::model::TmaxFrom::of(&self.profile))
+    }
+    fn profile(&self) -> Option<&Profile> {
+        Some(&self.profile)
     }
     fn matches(&self, run: &Environment) -> Option<(bool, String)> {
         Some(match self.profile.matches(run) {

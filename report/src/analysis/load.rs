@@ -77,6 +77,7 @@ pub fn analyze_dir(
                             Ok(mut rec) => {
                                 symbols.resolve(&mut rec);
                                 my_infos.push((i, RankInfo::of_source(src, &rec)));
+                                agg.keep_keys(super::level::sampled(i, n));
                                 agg.add_record(&rec, tmax, rdv);
                             }
                             Err(e) => {
@@ -140,7 +141,8 @@ pub fn analyze_records(
 ) -> Report {
     let (rdv, rdv_source, rdv_detail) = rendezvous_of(opts, tmax, records.first());
     let mut agg = Aggregate::new(opts.detail_sites > 0);
-    for r in records {
+    for (i, r) in records.iter().enumerate() {
+        agg.keep_keys(super::level::sampled(i, records.len()));
         agg.add_record(r, tmax, rdv);
     }
     finish(agg, summary, dir, tmax, opts, (rdv, rdv_source, rdv_detail))

@@ -40,6 +40,7 @@ mod causes;
 #[cfg(test)]
 mod job_log_tests;
 mod late;
+mod level;
 mod load;
 mod per_rank;
 mod rendezvous;
@@ -61,6 +62,11 @@ pub use mpiover_aggregate::{
 /// Default of [`Options::min_share`]: 0.1 % of the MPI time.
 pub const DEFAULT_MIN_SHARE: f64 = 0.001;
 
+/// Default of [`Options::tmax_spread`]: two quick calibrations of one
+/// machine put an entry's tmax a median factor 1.3-1.5 apart
+/// (`docs/method.md`, section 4a).
+pub const DEFAULT_TMAX_SPREAD: f64 = 1.5;
+
 /// How a report is computed.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -72,6 +78,12 @@ pub struct Options {
     /// few nanoseconds per call between calibration and run (another cache
     /// state, another clock frequency): real, and not worth anyone's time.
     pub min_share: f64,
+    /// A site significant against tmax is `marginal` when tmax times this
+    /// factor would clear it: its verdict hangs on the calibration. 1: off.
+    pub tmax_spread: f64,
+    /// Compare the run's fastest calls with the calibration's and judge
+    /// sites against the machine's level when it ran slower.
+    pub level_check: bool,
     /// Sends of at least this many bytes are rendezvous sends.
     pub eager_limit: Option<u64>,
     /// Worker threads for parsing (0: one per core).
@@ -87,6 +99,8 @@ impl Default for Options {
         Options {
             alpha: 0.05,
             min_share: DEFAULT_MIN_SHARE,
+            tmax_spread: DEFAULT_TMAX_SPREAD,
+            level_check: true,
             eager_limit: None,
             threads: 0,
             detail_sites: 20,

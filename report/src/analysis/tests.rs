@@ -201,6 +201,52 @@ fn reanalysis_against_a_profile_matches_online() {
     }
 }
 
+/// The fixture's machine with the receives' tmax just under rank 2's 2 ms
+/// waits: every one of those exceeds tmax, none exceeds 1.5 times it.
+fn tmax_near_the_waits(k: &KeyRef) -> Option<(f64, bool)> {
+    if k.function == "MPI_Recv" {
+        return Some((1.9e-3, false));
+    }
+    fixture_profile(0.99).tmax(k).ok().map(|t| (t.s, false))
+}
+
+#[test]
+fn waits_just_above_tmax_are_marginal() {
+    let prof = FnTmax {
+        name: "near.json".into(),
+        q_max: Some(0.99),
+        f: |function: &str, p: u32, bytes: u64, role: Option<&str>| {
+            tmax_near_the_waits(&KeyRef {
+                function,
+                p,
+                bytes,
+                role,
+                completes: None,
+                requests: None,
+            })
+        },
+    };
+    let records = synth::fixture_run(false);
+    let r = report(&records, Some(&prof));
+    let recv = site(&r, "halo.c:42", "MPI_Recv");
+    assert_eq!(recv.significance, Significance::Marginal, "{recv:?}");
+    assert!(!recv.significant && recv.late_ranks.is_empty());
+    let m = recv.margin.as_ref().expect("a margin");
+    assert_eq!(m.factor, DEFAULT_TMAX_SPREAD);
+    assert!(m.calls_over_tmax < 1.0 && m.overhead_s < 1e-6, "{m:?}");
+    assert!(r.summary.marginal_sites >= 1);
+    assert_eq!(r.methods.stability.tmax_spread, DEFAULT_TMAX_SPREAD);
+    // Without the check the same site is significant.
+    let off = Options {
+        tmax_spread: 1.0,
+        ..Options::default()
+    };
+    let r = analyze_records("run", &records, summary_of(&records), Some(&prof), &off);
+    let recv = site(&r, "halo.c:42", "MPI_Recv");
+    assert_eq!(recv.significance, Significance::Significant);
+    assert!(recv.margin.is_none());
+}
+
 #[test]
 fn a_larger_tmax_leaves_no_significant_site() {
     let prof = FnTmax {

@@ -83,7 +83,39 @@ pub fn significance(m: &Methods) -> String {
             .unwrap_or_default(),
         m.test,
         super::negligible(m.min_share)
-    )
+    ) + &stability(m)
+}
+
+/// What a significant site was tested against besides tmax, as a sentence
+/// that follows the significance test's (empty when nothing was).
+pub fn stability(m: &Methods) -> String {
+    let st = &m.stability;
+    let mut s = String::new();
+    if let Some(l) = st.level.as_ref().filter(|l| l.shifted) {
+        s += &format!(
+            "; the run's calls were ~{:.1}x slower than calibrated (its fastest tenth against the \
+             profile's median, the median over {} keys): a site that tmax x {:.2} clears is \
+             `within level shift`",
+            l.factor,
+            l.keys.iter().filter(|k| k.counted).count(),
+            l.factor
+        );
+    }
+    if st.tmax_spread > 1.0 {
+        let shift = st
+            .level
+            .as_ref()
+            .filter(|l| l.shifted)
+            .map_or(1.0, |l| l.factor);
+        s +=
+            &format!(
+            "; a site that tmax x {:.2} clears (the spread between calibrations{}) is `marginal`: \
+             its verdict hangs on the calibration",
+            shift * st.tmax_spread,
+            if shift > 1.0 { ", on top of the shift" } else { "" }
+        );
+    }
+    s
 }
 
 /// The tmax lookups of a run, in one sentence.

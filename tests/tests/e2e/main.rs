@@ -39,6 +39,7 @@ mod robustness;
 mod root_cause_stretch;
 mod root_causes;
 mod srun;
+mod stability;
 mod suggestions;
 mod tail_call;
 mod threads;

@@ -8,6 +8,7 @@ mod detail;
 mod matrix;
 mod significance;
 pub(crate) mod site;
+mod stability;
 mod summary;
 mod warnings;
 
@@ -87,6 +88,12 @@ pub(crate) fn finish(
     let lookups = agg.lookups.clone();
     let (profile, q_max, mut warnings) = profile_and_warnings(ranks, &run, &hosts, tmax, &lookups);
     let overhead_known = lookups.entries > 0;
+    // The machine's level against the calibration's, from every key's
+    // histogram: read before the sites are, since it decides their verdicts.
+    let level = (overhead_known && opts.level_check)
+        .then(|| super::level::of_run(&agg, tmax))
+        .flatten();
+    warnings.extend(level.as_ref().and_then(super::level::warning));
 
     let mut built: Vec<Built> = agg
         .sites
@@ -95,6 +102,16 @@ pub(crate) fn finish(
         .collect();
     let min_calls = test_significance(&mut built, q_max, opts, totals.mpi)
         .or_else(|| q_max.map(|q| signif::min_calls(q, opts.alpha)));
+    let keys = agg.keys.iter().chain(&agg.keys_cross_host);
+    stability::retest(
+        &mut built,
+        keys,
+        tmax,
+        q_max,
+        level.as_ref(),
+        opts,
+        totals.mpi,
+    );
     rank_sites(&mut built, overhead_known);
     super::causes::sort_rows(&mut agg.regions);
     let regions = {
@@ -143,6 +160,14 @@ pub(crate) fn finish(
             folded_calls: agg.folded_calls,
             depth: ranks[0].depth,
             hint: (!overhead_known).then(|| no_profile_hint(dir, &launch)),
+            stability: Stability {
+                tmax_spread: if overhead_known {
+                    opts.tmax_spread
+                } else {
+                    1.0
+                },
+                level,
+            },
         },
         warnings,
         detail,

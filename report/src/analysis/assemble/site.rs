@@ -106,6 +106,7 @@ pub(crate) fn build_site(
         significant: false,
         // Every site is tested or says why not (`test_significance`).
         significance: Significance::NoTmax,
+        margin: None,
         p_value: None,
         q_value: None,
         per_rank: pr,

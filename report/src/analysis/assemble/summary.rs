@@ -93,6 +93,15 @@ pub(crate) fn summary(sites: &[SiteReport], t: &Totals, overhead_known: bool) ->
         calls: sites.iter().map(|s| s.calls).sum(),
         sites: sites.len(),
         significant_sites: sites.iter().filter(|s| s.significant).count(),
+        marginal_sites: sites
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.significance,
+                    Significance::Marginal | Significance::LevelShift
+                )
+            })
+            .count(),
         worst,
     }
 }

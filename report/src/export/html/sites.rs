@@ -52,7 +52,9 @@ pub(crate) fn sites_table(o: &mut String, c: &Ctx, n: usize) {
     for s in c.r.sites.iter().take(n) {
         let sig_cls = match s.significance {
             Significance::Significant => "tag sig",
-            Significance::TooFewCalls => "tag few",
+            Significance::TooFewCalls | Significance::Marginal | Significance::LevelShift => {
+                "tag few"
+            }
             _ => "tag",
         };
         let p = &s.per_rank;

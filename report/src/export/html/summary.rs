@@ -58,7 +58,11 @@ pub(crate) fn summary(o: &mut String, c: &Ctx) {
         o,
         "",
         format!("{} / {}", s.significant_sites, s.sites),
-        "significant sites".into(),
+        if s.marginal_sites > 0 {
+            format!("significant sites ({} marginal)", s.marginal_sites)
+        } else {
+            "significant sites".into()
+        },
     );
     o.push_str("</div>");
     if !s.worst.is_empty() {

@@ -69,13 +69,18 @@ pub(super) fn summary(o: &mut String, c: &Ctx) {
         Some(ov) => {
             let _ = writeln!(
                 o,
-                "  Overhead          {}   {} of MPI time, {} of application time; {} of {} sites significant",
+                "  Overhead          {}   {} of MPI time, {} of application time; {} of {} sites significant{}",
                 // Pad before colouring: the escape codes are not printed width.
                 st.red(&format!("{:>9}", secs(ov))),
                 pct(s.overhead_share_of_mpi.unwrap_or(0.0)),
                 pct(s.overhead_share_of_app.unwrap_or(0.0)),
                 s.significant_sites,
-                s.sites
+                s.sites,
+                if s.marginal_sites > 0 {
+                    format!(", {} marginal", s.marginal_sites)
+                } else {
+                    String::new()
+                }
             );
         }
         None => {
@@ -164,6 +169,9 @@ pub(super) fn sites(o: &mut String, c: &Ctx) {
             let sig = match site.significance {
                 Significance::Significant => ("yes".to_string(), Some("1;31")),
                 Significance::NotSignificant => ("no".to_string(), None),
+                Significance::Marginal | Significance::LevelShift => {
+                    (site.significance.to_string(), Some("33"))
+                }
                 other => (other.to_string(), Some("2")),
             };
             let late: Vec<String> = site

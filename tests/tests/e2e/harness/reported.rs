@@ -107,7 +107,7 @@ fn calibrate_into(prof: &Path, dir: &Path) -> Profile {
 /// Small-message (<= 8 bytes) tmax above 100 us: on this machine they are
 /// 0.2-7 us when it is idle, and 1-7 ms when a preemption (a 4 ms tick) got
 /// into the q_max quantile.
-fn disturbed_calibration(p: &Profile) -> Option<String> {
+pub fn disturbed_calibration(p: &Profile) -> Option<String> {
     let bad: Vec<String> = p
         .entries
         .iter()
