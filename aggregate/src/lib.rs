@@ -32,8 +32,11 @@
 //! - [`display_bins`]: the display histogram's bins.
 //! - [`exact_sum`]: the fixed-point sums.
 //! - [`packed_rows`]: the rows that grow with the ranks, as fixed-width bytes.
+//! - [`bounded`], [`sketch`]: what a merged job log keeps of them, in
+//!   bounded memory.
 
 pub mod aggregate;
+pub mod bounded;
 pub mod display_bins;
 pub mod eager_limit;
 pub mod exact_sum;
@@ -45,10 +48,12 @@ pub mod rank_totals;
 pub mod regions;
 pub mod site_key;
 pub mod site_totals;
+pub mod sketch;
 pub mod tmax_eval;
 pub mod wait_state;
 
 pub use aggregate::Aggregate;
+pub use bounded::{RegionSpread, Spread, WaitDropped, BOUND_ROWS};
 pub use display_bins::{dist_edge, dist_index_of_edge, DIST_BINS};
 pub use eager_limit::{
     eager_limit, EagerLimit, RendezvousSource, Thresholds, DEFAULT_RENDEZVOUS_BYTES,
@@ -60,6 +65,7 @@ pub use rank_totals::RankAcc;
 pub use regions::{FoldedRegionTotals, RegionAcc, RegionId, RegionRank};
 pub use site_key::{Loc, SiteKey};
 pub use site_totals::{MultiWait, PeerAcc, RankSite, SiteAcc};
+pub use sketch::{Sketch, SKETCH_ALPHA, SKETCH_FLOOR_S};
 pub use tmax_eval::{Lookups, Tmax, TmaxLookup};
 pub use wait_state::entry_wait_state;
 

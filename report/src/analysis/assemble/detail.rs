@@ -44,6 +44,18 @@ pub(crate) fn details(built: &[Built], opts: &Options, world: u32, overhead_know
             .iter()
             .take(nd)
             .map(|b| {
+                // A bounded site keeps every column's largest value.
+                if let Some(s) = b.acc.spread.as_ref().filter(|s| s.world == world) {
+                    let heat = if overhead_known {
+                        &s.heat_overhead
+                    } else {
+                        &s.heat_time
+                    };
+                    return heat
+                        .iter()
+                        .map(|&v| (!v.is_nan()).then_some(f64::from(v)))
+                        .collect();
+                }
                 let mut row: Vec<Option<f64>> = vec![None; cols.len()];
                 for r in &b.acc.per_rank {
                     let v = if overhead_known {

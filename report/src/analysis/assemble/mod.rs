@@ -113,7 +113,7 @@ pub(crate) fn finish(
     let mut detail = details(&built, opts, run.ranks, overhead_known);
     detail.regions = region_sources(&regions, &built, opts);
     let sites: Vec<SiteReport> = built.into_iter().map(|b| b.report).collect();
-    let wait_matrix = wait_matrix(&agg.wait, overhead_known, ranks);
+    let wait_matrix = wait_matrix(&agg.wait, &agg.wait_dropped, overhead_known, ranks);
     let rendezvous_detail = rendezvous_detail(rdv_detail, rdv, rdv_source, &hosts);
 
     Report {
