@@ -20,6 +20,7 @@ use crate::{packed_rows, HashMap};
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Aggregate {
     pub sites: HashMap<SiteKey, SiteAcc>,
+    #[serde(with = "crate::rank_table")]
     pub ranks: Vec<RankAcc>,
     /// (waiter, peer) -> overhead, time, calls.
     #[serde(with = "packed_rows::map")]

@@ -168,7 +168,7 @@ impl JobAggregate {
 
     /// The ranks it holds, with how each record was finished.
     pub fn ranks(&self) -> impl Iterator<Item = (u32, &str)> {
-        self.agg.ranks.iter().map(|r| (r.rank, r.finished.as_str()))
+        self.agg.ranks.iter().map(|r| (r.rank, &*r.finished))
     }
 
     /// States a rank's time merging the job log (the report's tool cost).

@@ -31,6 +31,8 @@
 //! - [`eager_limit`]: the rendezvous threshold and where it comes from.
 //! - [`display_bins`]: the display histogram's bins.
 //! - [`exact_sum`]: the fixed-point sums.
+//! - [`tree`]: the binomial tree the ranks merge up.
+//! - [`rank_table`]: the ranks' rows as columns in the payload.
 //! - [`packed_rows`]: the rows that grow with the ranks, as fixed-width bytes.
 //! - [`bounded`], [`sketch`]: what a merged job log keeps of them, in
 //!   bounded memory.
@@ -44,12 +46,14 @@ pub mod fold_record;
 pub mod job_aggregate;
 pub mod merged_keys;
 pub mod packed_rows;
+pub mod rank_table;
 pub mod rank_totals;
 pub mod regions;
 pub mod site_key;
 pub mod site_totals;
 pub mod sketch;
 pub mod tmax_eval;
+pub mod tree;
 pub mod wait_state;
 
 pub use aggregate::Aggregate;

@@ -15,7 +15,7 @@ pub(crate) fn wait_matrix(
         ranks
             .binary_search_by_key(&r, |k| k.rank)
             .ok()
-            .map(|i| ranks[i].host.clone())
+            .map(|i| ranks[i].host.to_string())
     };
     let mut cells: Vec<WaitCell> = wait
         .iter()

@@ -80,9 +80,13 @@ pub(crate) fn finish(
     agg.ranks.sort_by_key(|r| r.rank);
     let ranks = &agg.ranks;
     let totals = Totals::of(ranks);
-    let mut hosts: Vec<String> = ranks.iter().map(|r| r.host.clone()).collect();
-    hosts.sort();
+    // Hosts are shared strings: their distinct addresses first, a handful
+    // per host, rather than a million strings sorted.
+    let mut hosts: Vec<&str> = ranks.iter().map(|r| &*r.host).collect();
     hosts.dedup();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let hosts: Vec<String> = hosts.into_iter().map(str::to_string).collect();
 
     let lookups = agg.lookups.clone();
     let (profile, q_max, mut warnings) = profile_and_warnings(ranks, &run, &hosts, tmax, &lookups);
@@ -103,7 +107,7 @@ pub(crate) fn finish(
         super::causes::region_reports(&agg.regions)
     };
     // Suggested commands use the run's MPI and as many ranks as the run.
-    let library = ranks.first().map_or("", |r| r.mpi_library.as_str());
+    let library = ranks.first().map_or("", |r| &*r.mpi_library);
     let launch = mpiover_common::suggest::launcher(library, run.ranks.max(2));
     let profile_path = profile.as_ref().map_or("PROFILE".to_string(), |p| {
         mpiover_common::suggest::quote(&p.path)

@@ -6,6 +6,9 @@ use mpiover_aggregate::display_bins::dist_bin;
 use mpiover_aggregate::{
     Aggregate, Fx, KeyAcc, PeerAcc, RankAcc, RankSite, RegionAcc, RegionId, RegionRank, SiteAcc,
 };
+use std::sync::Arc;
+
+use mpiover_aggregate::rank_totals::ProfileRow;
 use mpiover_common::histogram::{bucket_index, Bucket, Histogram};
 use mpiover_common::profile::Basis;
 use mpiover_common::record::Entry;
@@ -94,10 +97,11 @@ pub(super) fn block(job: &Job, lo: u32, hi: u32) -> Aggregate {
         agg.sites.insert(m.key.clone(), acc);
         add_region(&mut agg, job, s, lo, hi);
     }
+    let meta = Meta::new(lo, hi);
     for rank in lo..hi {
         let i = (rank - lo) as usize;
         agg.ranks
-            .push(rank_row(job, rank, mpi[i], ovh[i], calls[i]));
+            .push(rank_row(job, rank, mpi[i], ovh[i], calls[i], &meta));
     }
     agg
 }
@@ -273,11 +277,11 @@ fn add_region(agg: &mut Aggregate, job: &Job, s: usize, lo: u32, hi: u32) {
     agg.regions.insert(id, acc);
 }
 
-fn rank_row(job: &Job, rank: u32, mpi: f64, overhead: f64, calls: u64) -> RankAcc {
+fn rank_row(job: &Job, rank: u32, mpi: f64, overhead: f64, calls: u64, meta: &Meta) -> RankAcc {
     let app = 100.0 + unit(job.seed, u64::from(rank), 1 << 41);
     RankAcc {
         rank,
-        host: format!("node{:05}", rank / 32),
+        host: meta.host(rank),
         app_time: app,
         mpi_time: mpi,
         startup: 0.0,
@@ -289,17 +293,54 @@ fn rank_row(job: &Job, rank: u32, mpi: f64, overhead: f64, calls: u64) -> RankAc
         merge_s: None,
         py_cost: None,
         py_calls: 0,
-        finished: "finalize".into(),
-        command: vec!["./app".into(), "-n".into(), "100".into()],
-        mpi_library: "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4".into(),
-        thread_level: "single".into(),
+        finished: meta.finished.clone(),
+        command: meta.command.clone(),
+        mpi_library: meta.library.clone(),
+        thread_level: meta.thread_level.clone(),
         start: 1_767_225_600.0,
         end: 1_767_225_600.0 + app,
-        timer_name: "rdtsc".into(),
+        timer_name: meta.timer.clone(),
         timer_resolution: 1e-9,
         timer_cost: 2.7e-8,
         depth: 1,
-        profile: Some(("/profiles/scale.json".into(), true, Some(0.9), None)),
-        warnings: Vec::new(),
+        profile: Some(meta.profile.clone()),
+        warnings: meta.warnings.clone(),
+    }
+}
+
+/// What the ranks' rows share (one copy each, as a log's reader makes).
+pub(super) struct Meta {
+    hosts: Vec<Arc<str>>,
+    lo: u32,
+    finished: Arc<str>,
+    command: Arc<[String]>,
+    library: Arc<str>,
+    thread_level: Arc<str>,
+    timer: Arc<str>,
+    profile: Arc<ProfileRow>,
+    warnings: Arc<[String]>,
+}
+
+impl Meta {
+    /// For ranks `lo..hi`, 32 per host.
+    fn new(lo: u32, hi: u32) -> Meta {
+        let hosts = (lo / 32..hi.div_ceil(32))
+            .map(|h| format!("node{h:05}").into())
+            .collect();
+        Meta {
+            hosts,
+            lo,
+            finished: "finalize".into(),
+            command: vec!["./app".into(), "-n".into(), "100".into()].into(),
+            library: "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4".into(),
+            thread_level: "single".into(),
+            timer: "rdtsc".into(),
+            profile: Arc::new(("/profiles/scale.json".into(), true, Some(0.9), None)),
+            warnings: Vec::new().into(),
+        }
+    }
+
+    fn host(&self, rank: u32) -> Arc<str> {
+        self.hosts[(rank / 32 - self.lo / 32) as usize].clone()
     }
 }

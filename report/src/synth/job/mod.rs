@@ -71,14 +71,14 @@ pub(crate) fn unit(seed: u64, a: u64, b: u64) -> f64 {
 }
 
 /// The job: its size and the sites every rank calls.
-pub(crate) struct Job {
+pub struct Job {
     pub(crate) ranks: u32,
     pub(crate) seed: u64,
     pub(crate) sites: Vec<SiteModel>,
 }
 
 impl Job {
-    fn new(ranks: u32, nsites: u32, seed: u64) -> Job {
+    pub fn new(ranks: u32, nsites: u32, seed: u64) -> Job {
         let sites = (0..nsites)
             .map(|s| {
                 let file = format!("/home/user/app/src/module{:02}.c", s / 20);
@@ -173,6 +173,14 @@ pub fn scale_job(ranks: u32, sites: u32, seed: u64, threads: u32) -> JobAggregat
             a
         })
         .unwrap_or_else(|| job_part(&job, 0, 0))
+}
+
+impl Job {
+    /// The ranks `lo..hi` as a part of the job, bounded (one rank: the
+    /// part that rank folds at `MPI_Finalize`).
+    pub fn part(&self, lo: u32, hi: u32) -> JobAggregate {
+        job_part(self, lo, hi)
+    }
 }
 
 /// The ranks `lo..hi` as a part of the job, bounded.
