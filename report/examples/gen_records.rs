@@ -85,10 +85,7 @@ fn run() -> Result<(), String> {
     })
 }
 
-/// The job as one merged job log (`job.mpiover-log`, `mpiover-log/2`),
-/// made directly as the job's merged aggregate (`synth::scale_job`: the
-/// ring of the per-rank records, with its slow ranks, in blocks merged and
-/// bounded as the ranks of a job merge theirs), without a record per rank.
+/// The job as one merged job log, made directly (`synth::write_scale_log`).
 fn write_log(
     dir: &std::path::Path,
     ranks: u32,
@@ -96,31 +93,13 @@ fn write_log(
     seed: u64,
     threads: u32,
 ) -> Result<(), String> {
-    use mpiover_common::joblog::{LogHeader, LogWriter, LOG_FILE_NAME, MERGED_LOG_SCHEMA};
     let t0 = std::time::Instant::now();
-    let job = synth::scale_job(ranks, sites, seed, threads);
-    let built = t0.elapsed().as_secs_f64();
-    let payload = job.encode().map_err(|e| e.to_string())?;
-    let mut held: Vec<u32> = job.ranks().map(|(r, _)| r).collect();
-    held.sort_unstable();
-    drop(job);
-    let run_id = format!("scale-{seed}");
-    let path = dir.join(LOG_FILE_NAME);
-    let io = |e: std::io::Error| format!("{}: {e}", path.display());
-    let f = std::fs::File::create(&path).map_err(io)?;
-    let header = LogHeader {
-        schema: MERGED_LOG_SCHEMA.into(),
-        run_id,
-        ranks,
-        writer: "gen_records".into(),
-    };
-    let mut w = LogWriter::new(std::io::BufWriter::new(f), &header).map_err(io)?;
-    w.merged(&held, &payload).map_err(io)?;
-    w.finish().map_err(io)?;
+    let bytes = synth::write_scale_log(dir, ranks, sites, seed, threads)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
     eprintln!(
-        "gen_records: {ranks} ranks x {sites} sites: built in {built:.1} s, written in {:.1} s ({} MB)",
-        t0.elapsed().as_secs_f64(),
-        payload.len() / 1_000_000
+        "gen_records: {ranks} ranks x {sites} sites: log of {} MB written in {:.1} s",
+        bytes / 1_000_000,
+        t0.elapsed().as_secs_f64()
     );
     Ok(())
 }

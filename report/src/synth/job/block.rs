@@ -73,6 +73,9 @@ pub(super) fn block(job: &Job, lo: u32, hi: u32) -> Aggregate {
             let i = (rank - lo) as usize;
             let o = site_row(&mut acc, &mut agg, job, m, rank, &c);
             key_row(&mut keys[usize::from(c.root)], m, job.ranks, rank, &c, o);
+            // Every call had a tmax (recorded against a profile).
+            agg.lookups.entries += 1;
+            agg.lookups.calls += c.calls;
             mpi[i] += c.time();
             ovh[i] += o;
             calls[i] += c.calls;

@@ -183,6 +183,37 @@ impl Job {
     }
 }
 
+/// The synthetic job of [`scale_job`] as the merged job log
+/// (`job.mpiover-log`) in `dir`, as its rank 0 would write it; the bytes
+/// written.
+pub fn write_scale_log(
+    dir: &std::path::Path,
+    ranks: u32,
+    sites: u32,
+    seed: u64,
+    threads: u32,
+) -> std::io::Result<u64> {
+    use mpiover_common::joblog::{LogHeader, LogWriter, LOG_FILE_NAME, MERGED_LOG_SCHEMA};
+    let job = scale_job(ranks, sites, seed, threads);
+    let payload = job.encode().map_err(std::io::Error::other)?;
+    let mut held: Vec<u32> = job.ranks().map(|(r, _)| r).collect();
+    held.sort_unstable();
+    drop(job);
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(LOG_FILE_NAME);
+    let header = LogHeader {
+        schema: MERGED_LOG_SCHEMA.into(),
+        run_id: format!("scale-{seed}"),
+        ranks,
+        writer: "gen_records".into(),
+    };
+    let f = std::fs::File::create(&path)?;
+    let mut w = LogWriter::new(std::io::BufWriter::new(f), &header)?;
+    w.merged(&held, &payload)?;
+    w.finish()?;
+    Ok(std::fs::metadata(&path)?.len())
+}
+
 /// The ranks `lo..hi` as a part of the job, bounded.
 fn job_part(job: &Job, lo: u32, hi: u32) -> JobAggregate {
     let agg = block::block(job, lo, hi);
