@@ -38,7 +38,7 @@ pub(crate) fn late_by_arrival(
             &s.per_call
         };
         if all.n > cand.len() as u64 {
-            reference = all.nth((all.n * 3 / 4).min(all.n - 1));
+            reference = all.nth((all.n.saturating_mul(3) / 4).min(all.n - 1));
         }
     }
     let spread = reference - per_call[0];

@@ -45,7 +45,13 @@ pub(crate) fn details(built: &[Built], opts: &Options, world: u32, overhead_know
             .take(nd)
             .map(|b| {
                 // A bounded site keeps every column's largest value.
-                if let Some(s) = b.acc.spread.as_ref().filter(|s| s.world == world) {
+                // (Its width checked: a damaged log must not index past it.)
+                let fits = |s: &&Spread| {
+                    s.world == world
+                        && s.heat_time.len() == cols.len()
+                        && s.heat_overhead.len() == cols.len()
+                };
+                if let Some(s) = b.acc.spread.as_ref().filter(fits) {
                     let heat = if overhead_known {
                         &s.heat_overhead
                     } else {
