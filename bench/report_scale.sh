@@ -6,7 +6,13 @@
 #
 #   bench/report_scale.sh                      (RANKS, SITES, DIR, MAX_WALL_S,
 #   RANKS=1024 SITES=50 bench/report_scale.sh   MAX_RSS_MIB, FORMAT from the environment)
-#   FORMAT=log bench/report_scale.sh            (the same records as one job log)
+#   FORMAT=log bench/report_scale.sh            (the same job as one merged job log)
+#
+# With FORMAT=log the log is made directly (gen_records --log: the job's
+# merged aggregate, bounded as the ranks' merge bounds it), so a million
+# ranks take a minute or two; its targets are those of the job log:
+#   FORMAT=log RANKS=1048576 MAX_WALL_S=10 MAX_RSS_MIB=4096 bench/report_scale.sh
+#   FORMAT=log RANKS=65536 MAX_WALL_S=1 MAX_RSS_MIB=512 bench/report_scale.sh
 #
 # Each run is measured by python3 (installed by scripts/setup): wall time
 # around the child, peak resident memory from the child's own rusage
@@ -39,14 +45,17 @@ cleanup() {
 trap cleanup EXIT
 cargo build -q --release -p mpiover-report --features synth --examples --bins
 rm -rf "$DIR"
+GEN_T0=$(date +%s.%N)
 case $FORMAT in
   per-rank) "$T/release/examples/gen_records" "$DIR" --ranks "$RANKS" --sites "$SITES" ;;
   log) "$T/release/examples/gen_records" "$DIR" --ranks "$RANKS" --sites "$SITES" --log ;;
   *) echo "report_scale: FORMAT is per-rank or log, not $FORMAT" >&2; exit 2 ;;
 esac
+GEN_S=$(echo "$(date +%s.%N) - $GEN_T0" | bc 2>/dev/null || echo "?")
 BYTES=$(du -sb "$DIR" | cut -f1)
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -r); $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "records ($FORMAT): $RANKS ranks x $SITES sites, $(ls "$DIR" | wc -l) files, $(du -sh "$DIR" | cut -f1), $((BYTES / (RANKS * SITES))) bytes per (rank, site)"
+echo "generated in ${GEN_S} s (load before the runs: $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "targets: wall < $MAX_WALL_S s, max RSS < $MAX_RSS_MIB MiB"
 
 # measure LABEL CMD...: runs CMD (stdout discarded), prints its wall time and

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::bounded::WaitDropped;
 use crate::display_bins::BucketBins;
 use crate::merged_keys::{merge_key, pairs, KeyAcc, KeyId};
 use crate::rank_totals::RankAcc;
@@ -19,6 +20,7 @@ use crate::{packed_rows, HashMap};
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Aggregate {
     pub sites: HashMap<SiteKey, SiteAcc>,
+    #[serde(with = "crate::rank_table")]
     pub ranks: Vec<RankAcc>,
     /// (waiter, peer) -> overhead, time, calls.
     #[serde(with = "packed_rows::map")]
@@ -43,6 +45,10 @@ pub struct Aggregate {
     pub regions: HashMap<RegionId, RegionAcc>,
     #[serde(default)]
     pub regions_folded: FoldedRegionTotals,
+    /// The wait matrix's cells dropped when it was bounded
+    /// (`crate::bounded`): their sums and counts.
+    #[serde(default)]
+    pub wait_dropped: WaitDropped,
     #[serde(skip)]
     pub(crate) want_keys: bool,
     #[serde(skip)]
@@ -100,5 +106,10 @@ impl Aggregate {
         self.regions_folded.keys += o.regions_folded.keys;
         self.regions_folded.count += o.regions_folded.count;
         self.regions_folded.time.merge(o.regions_folded.time);
+        let (d, od) = (&mut self.wait_dropped, o.wait_dropped);
+        d.overhead.merge(od.overhead);
+        d.time.merge(od.time);
+        d.cells_with_overhead += od.cells_with_overhead;
+        d.cells_with_time += od.cells_with_time;
     }
 }

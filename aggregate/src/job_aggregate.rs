@@ -41,7 +41,7 @@ use crate::wait_state::entry_wait_state;
 
 /// The payload's format version, which this crate writes (and reads, with
 /// version 1).
-pub const PAYLOAD_VERSION: u64 = 2;
+pub const PAYLOAD_VERSION: u64 = 3;
 
 /// Why a payload could not be written or read.
 #[derive(Debug, Error)]
@@ -54,7 +54,7 @@ pub enum PayloadError {
     Unpack(#[from] rmp_serde::decode::Error),
     #[error(
         "the merged aggregate is in format version {found}, this mpiover reads version \
-         {PAYLOAD_VERSION} and 1: report it with the mpiover that recorded the run"
+         {PAYLOAD_VERSION}, 2 and 1: report it with the mpiover that recorded the run"
     )]
     Version { found: String },
 }
@@ -69,6 +69,10 @@ pub struct JobAggregate {
     /// What the lowest rank held decides the eager limit, as the first
     /// record does for the report on per-rank records.
     lowest: Lowest,
+    /// The job's ranks (version 3): what the bounded per-rank detail is
+    /// laid out over (`crate::bounded`).
+    #[serde(default)]
+    world: u32,
 }
 
 fn first_version() -> u64 {
@@ -106,6 +110,7 @@ impl JobAggregate {
                 rendezvous: (rdv.0.same_host, rdv.1, rdv.2),
                 mpi_t: rec.eager_limit.clone(),
             },
+            world: rec.ranks,
         }
     }
 
@@ -128,12 +133,42 @@ impl JobAggregate {
         if o.lowest.rank < self.lowest.rank {
             self.lowest = o.lowest;
         }
+        self.world = self.world.max(o.world);
         self.agg.merge(o.agg);
+        self.agg.bound(self.world);
+    }
+
+    /// A job's aggregate made whole elsewhere (the synthetic job logs of
+    /// the scale benchmark): `agg` bounded over `world` ranks, and what
+    /// its lowest rank states of the eager limit.
+    pub fn from_parts(
+        mut agg: Aggregate,
+        world: u32,
+        lowest_rank: u32,
+        rdv: EagerLimit,
+    ) -> JobAggregate {
+        agg.bound(world);
+        JobAggregate {
+            version: PAYLOAD_VERSION,
+            agg,
+            lowest: Lowest {
+                rank: lowest_rank,
+                rendezvous_cross_host: rdv.0.cross_host,
+                rendezvous: (rdv.0.same_host, rdv.1, rdv.2),
+                mpi_t: None,
+            },
+            world,
+        }
+    }
+
+    /// The ranks of the job.
+    pub fn world(&self) -> u32 {
+        self.world
     }
 
     /// The ranks it holds, with how each record was finished.
     pub fn ranks(&self) -> impl Iterator<Item = (u32, &str)> {
-        self.agg.ranks.iter().map(|r| (r.rank, r.finished.as_str()))
+        self.agg.ranks.iter().map(|r| (r.rank, &*r.finished))
     }
 
     /// States a rank's time merging the job log (the report's tool cost).
@@ -164,7 +199,7 @@ impl JobAggregate {
             .read_to_end(&mut head)
             // As the MessagePack reader says it when the first read fails.
             .map_err(|e| PayloadError::Unpack(rmp_serde::decode::Error::InvalidMarkerRead(e)))?;
-        let readable = |v: &Option<u64>| matches!(v, Some(1) | Some(PAYLOAD_VERSION));
+        let readable = |v: &Option<u64>| matches!(v, Some(1) | Some(2) | Some(PAYLOAD_VERSION));
         if let Some(found) = stated_version(&head).filter(|v| !readable(v)) {
             let found = found.map_or("(unreadable)".into(), |v| v.to_string());
             return Err(PayloadError::Version { found });
@@ -463,8 +498,8 @@ mod tests {
             .encode()
             .unwrap();
         let raw = decompressed(&payload);
-        assert_eq!(raw[0], 0x83, "a map of three fields");
-        assert_eq!(stated_version(&raw), Some(Some(2)));
+        assert_eq!(raw[0], 0x84, "a map of four fields");
+        assert_eq!(stated_version(&raw), Some(Some(3)));
         let v1 = zstd::bulk::compress(&unstated(&raw), 3).unwrap();
         let back = JobAggregate::decode(&v1).expect("version 1 read");
         assert_eq!(back.ranks().count(), 1);
@@ -473,14 +508,14 @@ mod tests {
     /// `raw` (a version 2 payload) without its `version` field: a version 1
     /// payload.
     fn unstated(raw: &[u8]) -> Vec<u8> {
-        let mut b = vec![0x82];
+        let mut b = vec![0x83];
         b.extend_from_slice(&raw[1 + 8 + 1..]);
         b
     }
 
     /// `raw` (a version 2 payload) stating `version` instead.
     fn stating(raw: &[u8], version: &[u8]) -> Vec<u8> {
-        let mut b = vec![0x83];
+        let mut b = vec![0x84];
         b.extend_from_slice(b"\xa7version");
         b.extend_from_slice(version);
         b.extend_from_slice(&unstated(raw)[1..]);
@@ -496,8 +531,9 @@ mod tests {
         );
         assert!(JobAggregate::decode(&stating(&raw, &[0x01])).is_ok());
         assert!(JobAggregate::decode(&stating(&raw, &[0x02])).is_ok());
+        assert!(JobAggregate::decode(&stating(&raw, &[0x03])).is_ok());
         for (v, found) in [
-            (&[0x03][..], "3"),
+            (&[0x04][..], "4"),
             (&[0xce, 0x00, 0x01, 0x00, 0x00][..], "65536"),
             (&[0xa1, b'2'][..], "(unreadable)"),
         ] {
@@ -505,7 +541,7 @@ mod tests {
                 Err(e @ PayloadError::Version { .. }) => {
                     let m = e.to_string();
                     assert!(m.contains(&format!("format version {found},")), "{m}");
-                    assert!(m.contains("reads version 2 and 1"), "{m}");
+                    assert!(m.contains("reads version 3, 2 and 1"), "{m}");
                 }
                 other => panic!("{found}: {other:?}"),
             }

@@ -31,9 +31,14 @@
 //! - [`eager_limit`]: the rendezvous threshold and where it comes from.
 //! - [`display_bins`]: the display histogram's bins.
 //! - [`exact_sum`]: the fixed-point sums.
+//! - [`tree`]: the binomial tree the ranks merge up.
+//! - [`rank_table`]: the ranks' rows as columns in the payload.
 //! - [`packed_rows`]: the rows that grow with the ranks, as fixed-width bytes.
+//! - [`bounded`], [`sketch`]: what a merged job log keeps of them, in
+//!   bounded memory.
 
 pub mod aggregate;
+pub mod bounded;
 pub mod display_bins;
 pub mod eager_limit;
 pub mod exact_sum;
@@ -41,14 +46,18 @@ pub mod fold_record;
 pub mod job_aggregate;
 pub mod merged_keys;
 pub mod packed_rows;
+pub mod rank_table;
 pub mod rank_totals;
 pub mod regions;
 pub mod site_key;
 pub mod site_totals;
+pub mod sketch;
 pub mod tmax_eval;
+pub mod tree;
 pub mod wait_state;
 
 pub use aggregate::Aggregate;
+pub use bounded::{RegionSpread, Spread, WaitDropped, BOUND_ROWS};
 pub use display_bins::{dist_edge, dist_index_of_edge, DIST_BINS};
 pub use eager_limit::{
     eager_limit, EagerLimit, RendezvousSource, Thresholds, DEFAULT_RENDEZVOUS_BYTES,
@@ -60,6 +69,7 @@ pub use rank_totals::RankAcc;
 pub use regions::{FoldedRegionTotals, RegionAcc, RegionId, RegionRank};
 pub use site_key::{Loc, SiteKey};
 pub use site_totals::{MultiWait, PeerAcc, RankSite, SiteAcc};
+pub use sketch::{Sketch, SKETCH_ALPHA, SKETCH_FLOOR_S};
 pub use tmax_eval::{Lookups, Tmax, TmaxLookup};
 pub use wait_state::entry_wait_state;
 

@@ -97,6 +97,36 @@ impl Row for u32 {
     }
 }
 
+impl Row for i32 {
+    const SIZE: usize = 4;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> Self {
+        u32_at(b, 0) as i32
+    }
+}
+
+impl Row for u64 {
+    const SIZE: usize = 8;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> Self {
+        u64_at(b, 0)
+    }
+}
+
+impl Row for f32 {
+    const SIZE: usize = 4;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> Self {
+        f32::from_bits(u32_at(b, 0))
+    }
+}
+
 impl<A: Row, B: Row> Row for (A, B) {
     const SIZE: usize = A::SIZE + B::SIZE;
     fn put(&self, out: &mut Vec<u8>) {

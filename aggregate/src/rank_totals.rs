@@ -1,15 +1,24 @@
 //! What the aggregate keeps of each rank: its times, overhead, the tool's
 //! cost, and how its record was made and ended.
 
+use std::sync::Arc;
+
 use mpiover_common::functions::{lifecycle, Lifecycle};
 use mpiover_common::record::Record;
 use serde::{Deserialize, Serialize};
 
-/// One rank's row.
+/// The profile a rank's record names: path, whether it matched the run,
+/// q_max, a note.
+pub type ProfileRow = (String, bool, Option<f64>, Option<String>);
+
+/// One rank's row. What is the same on many ranks (the host, the command,
+/// the library, ...) is shared (`Arc`), so that a million rows cost their
+/// numbers, not a million copies of the same strings; the job log writes
+/// them as columns (`crate::rank_table`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RankAcc {
     pub rank: u32,
-    pub host: String,
+    pub host: Arc<str>,
     pub app_time: f64,
     /// Without start-up and shut-down.
     pub mpi_time: f64,
@@ -24,18 +33,18 @@ pub struct RankAcc {
     /// Python sites: added cost per call from Python, and such calls.
     pub py_cost: Option<f64>,
     pub py_calls: u64,
-    pub finished: String,
-    pub command: Vec<String>,
-    pub mpi_library: String,
-    pub thread_level: String,
+    pub finished: Arc<str>,
+    pub command: Arc<[String]>,
+    pub mpi_library: Arc<str>,
+    pub thread_level: Arc<str>,
     pub start: f64,
     pub end: f64,
-    pub timer_name: String,
+    pub timer_name: Arc<str>,
     pub timer_resolution: f64,
     pub timer_cost: f64,
     pub depth: u32,
-    pub profile: Option<(String, bool, Option<f64>, Option<String>)>,
-    pub warnings: Vec<String>,
+    pub profile: Option<Arc<ProfileRow>>,
+    pub warnings: Arc<[String]>,
 }
 
 impl RankAcc {
@@ -54,7 +63,7 @@ impl RankAcc {
         }
         RankAcc {
             rank: rec.rank,
-            host: rec.host.clone(),
+            host: rec.host.as_str().into(),
             app_time: rec.app_time_s,
             mpi_time: (rec.mpi_time_s - startup - shutdown).max(0.0),
             startup,
@@ -66,21 +75,21 @@ impl RankAcc {
             merge_s: rec.tool.merge_s.filter(|s| s.is_finite() && *s >= 0.0),
             py_cost: rec.tool.python.as_ref().map(|p| p.cost_per_call_s),
             py_calls: rec.tool.python.as_ref().map_or(0, |p| p.calls),
-            finished: rec.finished.clone(),
-            command: rec.command.clone(),
-            mpi_library: rec.mpi_library.clone(),
-            thread_level: rec.thread_level.clone(),
+            finished: rec.finished.as_str().into(),
+            command: rec.command.as_slice().into(),
+            mpi_library: rec.mpi_library.as_str().into(),
+            thread_level: rec.thread_level.as_str().into(),
             start: rec.start_unix_s,
             end: rec.end_unix_s,
-            timer_name: rec.timer.name.clone(),
+            timer_name: rec.timer.name.as_str().into(),
             timer_resolution: rec.timer.resolution_s,
             timer_cost: rec.timer.cost_s,
             depth: rec.tool.depth,
             profile: rec
                 .profile
                 .as_ref()
-                .map(|p| (p.path.clone(), p.matched, p.q_max, p.note.clone())),
-            warnings: rec.warnings.clone(),
+                .map(|p| Arc::new((p.path.clone(), p.matched, p.q_max, p.note.clone()))),
+            warnings: rec.warnings.as_slice().into(),
         }
     }
 

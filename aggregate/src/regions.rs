@@ -38,10 +38,15 @@ pub struct RegionAcc {
     pub time: Fx,
     #[serde(with = "packed_rows::vec")]
     pub per_rank: Vec<RegionRank>,
+    /// Once bounded (`crate::bounded`): every rank's time, sketched;
+    /// `per_rank` then holds the rows that matter only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<crate::bounded::RegionSpread>,
 }
 
 impl RegionAcc {
     pub fn merge(&mut self, o: RegionAcc) {
+        self.merge_spread(&o);
         if o.shown_by < self.shown_by {
             self.shown_by = o.shown_by;
             self.from = o.from;
@@ -98,6 +103,7 @@ impl crate::Aggregate {
             count: 0,
             time: Fx::default(),
             per_rank: Vec::new(),
+            spread: None,
         });
         if rank < acc.shown_by {
             acc.shown_by = rank;

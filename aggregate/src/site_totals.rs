@@ -8,6 +8,7 @@ use mpiover_common::profile::Basis;
 use mpiover_common::record::Site;
 use serde::{Deserialize, Serialize};
 
+use crate::bounded::Spread;
 use crate::display_bins::DIST_BINS;
 use crate::exact_sum::Fx;
 use crate::tmax_eval::weaker;
@@ -94,6 +95,11 @@ pub struct SiteAcc {
     /// before it was kept (then empty).
     #[serde(default, with = "packed_rows::map")]
     pub pair_waits: HashMap<(u32, u32), PeerAcc>,
+    /// Once the site's rows are bounded (a merged job log of many ranks,
+    /// `crate::bounded`): what is kept of every rank's row; `per_rank`
+    /// then holds the rows that matter only. None: `per_rank` is whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<Spread>,
 }
 
 /// One rank's waiting at a completion site whose requests went to or came
@@ -148,10 +154,12 @@ impl SiteAcc {
             waited_for: HashMap::default(),
             pairs: HashMap::default(),
             pair_waits: HashMap::default(),
+            spread: None,
         }
     }
 
     pub fn merge(&mut self, o: SiteAcc) {
+        self.merge_spread(&o);
         if o.shown_by < self.shown_by {
             self.shown_by = o.shown_by;
             self.site = o.site;

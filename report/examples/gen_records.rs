@@ -85,9 +85,7 @@ fn run() -> Result<(), String> {
     })
 }
 
-/// The same records as one merged job log (`job.mpiover-log`,
-/// `mpiover-log/2`): each record folded as the ranks fold theirs at
-/// `MPI_Finalize`, the parts merged (in parallel here, up a tree in a job).
+/// The job as one merged job log, made directly (`synth::write_scale_log`).
 fn write_log(
     dir: &std::path::Path,
     ranks: u32,
@@ -95,51 +93,13 @@ fn write_log(
     seed: u64,
     threads: u32,
 ) -> Result<(), String> {
-    use mpiover_common::joblog::{LogHeader, LogWriter, LOG_FILE_NAME, MERGED_LOG_SCHEMA};
-    use mpiover_report::analysis::{job_aggregate_of, JobAggregate};
-    let parts: Vec<Option<JobAggregate>> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
-            .map(|t| {
-                s.spawn(move || {
-                    let mut part: Option<JobAggregate> = None;
-                    let mut r = t;
-                    while r < ranks {
-                        let one = job_aggregate_of(&synth::scale_record(r, ranks, sites, seed));
-                        match part.as_mut() {
-                            Some(p) => p.merge(one),
-                            None => part = Some(one),
-                        }
-                        r += threads;
-                    }
-                    part
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    let job = parts
-        .into_iter()
-        .flatten()
-        .reduce(|mut a, b| {
-            a.merge(b);
-            a
-        })
-        .ok_or("no ranks")?;
-    let payload = job.encode().map_err(|e| e.to_string())?;
-    let mut held: Vec<u32> = job.ranks().map(|(r, _)| r).collect();
-    held.sort_unstable();
-    let run_id = synth::scale_record(0, ranks, 1, seed).run_id;
-    let path = dir.join(LOG_FILE_NAME);
-    let io = |e: std::io::Error| format!("{}: {e}", path.display());
-    let f = std::fs::File::create(&path).map_err(io)?;
-    let header = LogHeader {
-        schema: MERGED_LOG_SCHEMA.into(),
-        run_id,
-        ranks,
-        writer: "gen_records".into(),
-    };
-    let mut w = LogWriter::new(std::io::BufWriter::new(f), &header).map_err(io)?;
-    w.merged(&held, &payload).map_err(io)?;
-    w.finish().map_err(io)?;
+    let t0 = std::time::Instant::now();
+    let bytes = synth::write_scale_log(dir, ranks, sites, seed, threads)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    eprintln!(
+        "gen_records: {ranks} ranks x {sites} sites: log of {} MB written in {:.1} s",
+        bytes / 1_000_000,
+        t0.elapsed().as_secs_f64()
+    );
     Ok(())
 }

@@ -110,6 +110,37 @@ fn html_report_of_4096_ranks_fits_the_window() {
     assert!(l[0].checked("histograms") >= 5, "{:#?}", l[0]);
 }
 
+/// A merged job log of 65,536 ranks, its per-rank detail bounded: the
+/// page stays small, says how the heat map groups the ranks, loads without
+/// errors and fits the window.
+#[test]
+fn html_report_of_a_bounded_job_log_stays_small_and_fits() {
+    let Some(bin) = chromium_or_skip("html_report_of_a_bounded_job_log_stays_small_and_fits")
+    else {
+        return;
+    };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("html-browser-65536");
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = dir.join("run");
+    let ranks = 65536;
+    synth::write_scale_log(&run, ranks, 200, 7, 2).unwrap();
+    let html = dir.join("report.html");
+    report(&run, &html);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.len() < 20 << 20, "{} bytes of HTML", page.len());
+    assert!(page.contains("65536 ranks"), "the header counts the ranks");
+    assert!(
+        page.contains("groups of 512 ranks"),
+        "the heat map says how it groups the ranks"
+    );
+    let url = format!("file://{}", html.display());
+    let (dom, log) = browser(&bin, &["--dump-dom"], &url);
+    let msgs = console(&log);
+    assert!(msgs.is_empty(), "console messages: {msgs:#?}");
+    assert!(dom.contains("data-ready=\"1\""), "the page's script ran");
+    assert_fits(&bin, &html, &dir, "log-65536");
+}
+
 /// `mpiover report RUN -o HTML`, which must succeed.
 fn report(run: &Path, html: &Path) {
     let out = Command::new(env!("CARGO_BIN_EXE_mpiover"))

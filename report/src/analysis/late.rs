@@ -11,8 +11,15 @@ pub(crate) const MAX_LATE: usize = 16;
 /// quarters of the ranks are late); the lateness of a rank is the reference
 /// minus its time per call, times its calls. Ranks whose lateness per call is
 /// at least half the largest count, when that largest is at least 5 % of the
-/// reference.
-pub(crate) fn late_by_arrival(rows: &[RankSite], exclude_roots: bool) -> Vec<(u32, f64)> {
+/// reference. A site bounded in a merged job log takes the reference from
+/// its sketch of every rank's time per call (within its stated error) and
+/// the late ranks from the rows kept, which hold the smallest times per
+/// call.
+pub(crate) fn late_by_arrival(
+    rows: &[RankSite],
+    spread: Option<&Spread>,
+    exclude_roots: bool,
+) -> Vec<(u32, f64)> {
     let cand: Vec<(&RankSite, f64)> = rows
         .iter()
         .filter(|r| !(exclude_roots && r.root) && r.calls > 0)
@@ -23,7 +30,17 @@ pub(crate) fn late_by_arrival(rows: &[RankSite], exclude_roots: bool) -> Vec<(u3
     }
     let mut per_call: Vec<f64> = cand.iter().map(|c| c.1).collect();
     per_call.sort_by(f64::total_cmp);
-    let reference = per_call[(per_call.len() * 3 / 4).min(per_call.len() - 1)];
+    let mut reference = per_call[(per_call.len() * 3 / 4).min(per_call.len() - 1)];
+    if let Some(s) = spread {
+        let all = if exclude_roots {
+            &s.per_call_nonroot
+        } else {
+            &s.per_call
+        };
+        if all.n > cand.len() as u64 {
+            reference = all.nth((all.n.saturating_mul(3) / 4).min(all.n - 1));
+        }
+    }
     let spread = reference - per_call[0];
     if spread <= 0.0 || spread < 0.05 * reference {
         return Vec::new();

@@ -24,7 +24,7 @@ use std::sync::Mutex;
 
 use mpiover_aggregate::display_bins::dist_edge;
 use mpiover_aggregate::{
-    Aggregate, Fx, HashMap, Loc, PeerAcc, RankAcc, RankSite, SiteAcc, SiteKey,
+    Aggregate, Fx, HashMap, Loc, PeerAcc, RankAcc, RankSite, SiteAcc, SiteKey, Spread,
 };
 use mpiover_common::functions::WaitState;
 use mpiover_common::profile::Basis;
@@ -36,6 +36,8 @@ use crate::signif;
 use crate::tmax::TmaxSource;
 
 mod assemble;
+#[cfg(test)]
+mod bounded_tests;
 mod causes;
 #[cfg(test)]
 mod job_log_tests;

@@ -13,7 +13,28 @@ pub(crate) fn median_sorted(v: &[f64]) -> f64 {
     }
 }
 
-pub(crate) fn per_rank(rows: &[RankSite], overhead_known: bool) -> PerRank {
+/// A site's spread over ranks from its rows, or, when the site was
+/// bounded in a merged job log (`spread`, holding every rank), the count
+/// and medians from its sketches (within their stated error) and the
+/// extremes from the rows kept (exact: the rows of the largest and
+/// smallest values are always kept).
+pub(crate) fn per_rank(
+    rows: &[RankSite],
+    spread: Option<&Spread>,
+    overhead_known: bool,
+) -> PerRank {
+    let mut pr = per_rank_of_rows(rows, overhead_known);
+    if let Some(s) = spread.filter(|s| s.time.n > rows.len() as u64) {
+        pr.ranks = s.time.n.min(u64::from(u32::MAX)) as u32;
+        pr.time_median_s = s.time.median();
+        if pr.overhead_median_s.is_some() && s.overhead.n > 0 {
+            pr.overhead_median_s = Some(s.overhead.median());
+        }
+    }
+    pr
+}
+
+fn per_rank_of_rows(rows: &[RankSite], overhead_known: bool) -> PerRank {
     let mut times: Vec<f64> = rows.iter().map(|r| r.time).collect();
     times.sort_by(f64::total_cmp);
     // Ties go to the lowest rank (rows are sorted by rank).

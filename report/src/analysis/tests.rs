@@ -423,7 +423,7 @@ fn late_ranks_by_arrival() {
             root: r == 0,
         })
         .collect();
-    let late = late_by_arrival(&rows, false);
+    let late = late_by_arrival(&rows, None, false);
     assert_eq!(late.iter().map(|l| l.0).collect::<Vec<_>>(), vec![5, 2]);
     // Balanced: nobody is late.
     let flat: Vec<RankSite> = rows
@@ -433,7 +433,7 @@ fn late_ranks_by_arrival() {
             ..*r
         })
         .collect();
-    assert!(late_by_arrival(&flat, false).is_empty());
+    assert!(late_by_arrival(&flat, None, false).is_empty());
     // Different call counts at the same time per call: nobody is late.
     let counts: Vec<RankSite> = rows
         .iter()
@@ -443,7 +443,7 @@ fn late_ranks_by_arrival() {
             ..*r
         })
         .collect();
-    assert!(late_by_arrival(&counts, false).is_empty());
+    assert!(late_by_arrival(&counts, None, false).is_empty());
     // One very slow rank (noise) does not make everybody late.
     let mut noisy: Vec<RankSite> = (0..64)
         .map(|r| RankSite {
@@ -456,11 +456,11 @@ fn late_ranks_by_arrival() {
         .collect();
     noisy[9].time = 0.2;
     noisy[40].time = 9.0;
-    let late = late_by_arrival(&noisy, false);
+    let late = late_by_arrival(&noisy, None, false);
     assert_eq!(late.iter().map(|l| l.0).collect::<Vec<_>>(), vec![9]);
     // Roots are left out for Early Reduce.
     assert_eq!(
-        late_by_arrival(&rows, true)
+        late_by_arrival(&rows, None, true)
             .iter()
             .map(|l| l.0)
             .collect::<Vec<_>>(),

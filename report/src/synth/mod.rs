@@ -8,7 +8,9 @@ use mpiover_common::profile::Basis;
 use mpiover_common::record::*;
 use mpiover_common::rng::Rng;
 
+mod job;
 mod scale;
+pub use job::{scale_job, write_scale_log, Job};
 pub use scale::scale_record;
 
 /// Call times of one aggregation key: `base + Exp(noise) + delay` seconds.

@@ -44,6 +44,24 @@ pub(crate) fn details(built: &[Built], opts: &Options, world: u32, overhead_know
             .iter()
             .take(nd)
             .map(|b| {
+                // A bounded site keeps every column's largest value.
+                // (Its width checked: a damaged log must not index past it.)
+                let fits = |s: &&Spread| {
+                    s.world == world
+                        && s.heat_time.len() == cols.len()
+                        && s.heat_overhead.len() == cols.len()
+                };
+                if let Some(s) = b.acc.spread.as_ref().filter(fits) {
+                    let heat = if overhead_known {
+                        &s.heat_overhead
+                    } else {
+                        &s.heat_time
+                    };
+                    return heat
+                        .iter()
+                        .map(|&v| (!v.is_nan()).then_some(f64::from(v)))
+                        .collect();
+                }
                 let mut row: Vec<Option<f64>> = vec![None; cols.len()];
                 for r in &b.acc.per_rank {
                     let v = if overhead_known {

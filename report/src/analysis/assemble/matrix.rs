@@ -6,6 +6,7 @@ use super::*;
 /// `ranks` (sorted by rank) gives each rank's host.
 pub(crate) fn wait_matrix(
     wait: &HashMap<(u32, u32), PeerAcc>,
+    dropped: &mpiover_aggregate::WaitDropped,
     overhead_known: bool,
     ranks: &[RankAcc],
 ) -> WaitMatrix {
@@ -14,7 +15,7 @@ pub(crate) fn wait_matrix(
         ranks
             .binary_search_by_key(&r, |k| k.rank)
             .ok()
-            .map(|i| ranks[i].host.clone())
+            .map(|i| ranks[i].host.to_string())
     };
     let mut cells: Vec<WaitCell> = wait
         .iter()
@@ -39,13 +40,23 @@ pub(crate) fn wait_matrix(
             .then(a.peer.cmp(&b.peer))
     });
     let total_s = {
-        let mut t = Fx::default();
+        // A bounded matrix's cells dropped in the job are in `dropped`.
+        let mut t = if metric_ovh {
+            dropped.overhead
+        } else {
+            dropped.time
+        };
         for a in wait.values() {
             t.merge(if metric_ovh { a.overhead } else { a.time });
         }
         t.get()
     };
-    let cells_total = cells.len();
+    let cells_total = cells.len()
+        + if metric_ovh {
+            dropped.cells_with_overhead
+        } else {
+            dropped.cells_with_time
+        } as usize;
     cells.truncate(10_000);
     for c in &mut cells {
         (c.waiter_host, c.peer_host) = (host(c.waiter), host(c.peer));

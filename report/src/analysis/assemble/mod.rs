@@ -81,9 +81,13 @@ pub(crate) fn finish(
     agg.ranks.sort_by_key(|r| r.rank);
     let ranks = &agg.ranks;
     let totals = Totals::of(ranks);
-    let mut hosts: Vec<String> = ranks.iter().map(|r| r.host.clone()).collect();
-    hosts.sort();
+    // Hosts are shared strings: their distinct addresses first, a handful
+    // per host, rather than a million strings sorted.
+    let mut hosts: Vec<&str> = ranks.iter().map(|r| &*r.host).collect();
     hosts.dedup();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let hosts: Vec<String> = hosts.into_iter().map(str::to_string).collect();
 
     let lookups = agg.lookups.clone();
     let (profile, q_max, mut warnings) = profile_and_warnings(ranks, &run, &hosts, tmax, &lookups);
@@ -120,7 +124,7 @@ pub(crate) fn finish(
         super::causes::region_reports(&agg.regions)
     };
     // Suggested commands use the run's MPI and as many ranks as the run.
-    let library = ranks.first().map_or("", |r| r.mpi_library.as_str());
+    let library = ranks.first().map_or("", |r| &*r.mpi_library);
     let launch = mpiover_common::suggest::launcher(library, run.ranks.max(2));
     let profile_path = profile.as_ref().map_or("PROFILE".to_string(), |p| {
         mpiover_common::suggest::quote(&p.path)
@@ -130,7 +134,7 @@ pub(crate) fn finish(
     let mut detail = details(&built, opts, run.ranks, overhead_known);
     detail.regions = region_sources(&regions, &built, opts);
     let sites: Vec<SiteReport> = built.into_iter().map(|b| b.report).collect();
-    let wait_matrix = wait_matrix(&agg.wait, overhead_known, ranks);
+    let wait_matrix = wait_matrix(&agg.wait, &agg.wait_dropped, overhead_known, ranks);
     let rendezvous_detail = rendezvous_detail(rdv_detail, rdv, rdv_source, &hosts);
 
     Report {

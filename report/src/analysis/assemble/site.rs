@@ -53,7 +53,7 @@ pub(crate) fn build_site(
     charge_multi(&mut acc, wait);
     let has_tmax = acc.calls_with_tmax > 0;
     let overhead = has_tmax.then(|| acc.overhead.get());
-    let pr = per_rank(&acc.per_rank, has_tmax);
+    let pr = per_rank(&acc.per_rank, acc.spread.as_ref(), has_tmax);
     let ovh = overhead.unwrap_or(0.0);
     let wait_state = main_wait_state(&acc, ovh);
     let (late, basis) = late_ranks(&acc, wait_state, ovh, pr.overhead_median_s);
@@ -172,7 +172,7 @@ fn late_ranks(
             roots.sort_by_key(|r| r.0);
             if roots.is_empty() {
                 (
-                    late_by_arrival(&acc.per_rank, false),
+                    late_by_arrival(&acc.per_rank, acc.spread.as_ref(), false),
                     Some(LateBasis::Arrival),
                 )
             } else {
@@ -185,11 +185,11 @@ fn late_ranks(
             }
         }
         Some(WaitState::EarlyReduce) => (
-            late_by_arrival(&acc.per_rank, true),
+            late_by_arrival(&acc.per_rank, acc.spread.as_ref(), true),
             Some(LateBasis::Arrival),
         ),
         Some(_) => (
-            late_by_arrival(&acc.per_rank, false),
+            late_by_arrival(&acc.per_rank, acc.spread.as_ref(), false),
             Some(LateBasis::Arrival),
         ),
         None => (Vec::new(), None),

@@ -43,9 +43,9 @@ pub(crate) fn run_info(
         run_id: run.run_id.clone(),
         ranks: run.ranks,
         ranks_present: run.present.len() as u32,
-        command: first.command.clone(),
-        mpi_library: first.mpi_library.clone(),
-        thread_level: first.thread_level.clone(),
+        command: first.command.to_vec(),
+        mpi_library: first.mpi_library.to_string(),
+        thread_level: first.thread_level.to_string(),
         hosts,
         start_unix_s: ranks.iter().map(|r| r.start).fold(f64::INFINITY, f64::min),
         end_unix_s: ranks.iter().map(|r| r.end).fold(0.0, f64::max),
@@ -111,14 +111,14 @@ pub(crate) fn rank_reports(ranks: &[RankAcc]) -> Vec<RankReport> {
         .iter()
         .map(|r| RankReport {
             rank: r.rank,
-            host: r.host.clone(),
+            host: r.host.to_string(),
             app_time_s: r.app_time,
             mpi_time_s: r.mpi_time,
             event_time_s: r.event_time,
             overhead_s: r.overhead,
             calls: r.calls,
             tool_time_s: r.tool_time(),
-            finished: r.finished.clone(),
+            finished: r.finished.to_string(),
         })
         .collect()
 }
@@ -144,7 +144,7 @@ pub(crate) fn tool_cost(ranks: &[RankAcc], t: &Totals) -> ToolCost {
 /// The coarsest timer of the ranks.
 pub(crate) fn timer_info(ranks: &[RankAcc]) -> TimerInfo {
     TimerInfo {
-        name: ranks[0].timer_name.clone(),
+        name: ranks[0].timer_name.to_string(),
         resolution_s: ranks.iter().map(|r| r.timer_resolution).fold(0.0, f64::max),
         cost_s: ranks.iter().map(|r| r.timer_cost).fold(0.0, f64::max),
     }

@@ -22,13 +22,19 @@ pub(crate) fn profile_and_warnings(
             // The run's environment as the records give it: recording
             // compares the same (and more: CPU, binding) at MPI_Init.
             let run = Environment {
-                mpi_library: first.mpi_library.clone(),
+                mpi_library: first.mpi_library.to_string(),
                 hosts: hosts.to_vec(),
                 ranks: ranks.len() as u32,
-                ranks_per_host: hosts
-                    .iter()
-                    .map(|h| ranks.iter().filter(|r| &r.host == h).count() as u32)
-                    .collect(),
+                ranks_per_host: {
+                    let mut per: BTreeMap<&str, u32> = BTreeMap::new();
+                    for r in ranks {
+                        *per.entry(&r.host).or_default() += 1;
+                    }
+                    hosts
+                        .iter()
+                        .map(|h| per.get(h.as_str()).copied().unwrap_or(0))
+                        .collect()
+                },
                 ..Default::default()
             };
             let m = src.matches(&run);
@@ -45,7 +51,7 @@ pub(crate) fn profile_and_warnings(
         }
         None => {
             let used: Vec<&(String, bool, Option<f64>, Option<String>)> =
-                ranks.iter().filter_map(|r| r.profile.as_ref()).collect();
+                ranks.iter().filter_map(|r| r.profile.as_deref()).collect();
             match used.first() {
                 None => (None, None),
                 Some(p) => {
@@ -104,7 +110,7 @@ pub(crate) fn profile_and_warnings(
     // The tool's own warnings, once each, with the ranks that raised them.
     let mut tool_w: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     for r in ranks {
-        for w in &r.warnings {
+        for w in r.warnings.iter() {
             tool_w.entry(w.as_str()).or_default().push(r.rank);
         }
     }

@@ -91,10 +91,17 @@ pub(crate) fn region_reports(regions: &HashMap<RegionId, RegionAcc>) -> Vec<Regi
                 .map(|x| (x.rank, x.time))
                 .fold((0, f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
             let min_s = times.iter().copied().fold(f64::INFINITY, f64::min);
-            let median_s = median(times);
+            let mut median_s = median(times);
+            let mut ranks = r.per_rank.len() as u32;
+            // Bounded in a merged job log: every rank's time is in the
+            // sketch; the slowest and fastest rows are kept.
+            if let Some(s) = r.spread.as_ref().filter(|s| s.time.n > u64::from(ranks)) {
+                median_s = s.time.median();
+                ranks = s.time.n.min(u64::from(u32::MAX)) as u32;
+            }
             RegionReport {
                 region: region_ref(id),
-                ranks: r.per_rank.len() as u32,
+                ranks,
                 passes: r.count,
                 time_s: r.time.get(),
                 max_s,

@@ -1,0 +1,450 @@
+//! Bounded per-rank detail: what a merged job log keeps of the parts that
+//! grow with the ranks, so that no node of the merge tree (rank 0 least of
+//! all) holds a row per rank and site.
+//!
+//! A site's or region's rows, the wait matrix's cells and a site's pairs
+//! are each owned by one rank (the rank whose record made them): when a
+//! part is bounded they are complete, and a row dropped there could not
+//! have grown later. So keeping, per criterion, the rows that rank first
+//! in a part keeps every row that ranks first in the job, whatever the
+//! order of the merges: the top rows (largest and smallest time and
+//! overhead, the roots) are exact at every scale. The rest is summarised
+//! exactly where a sum does (the wait matrix's total and cells), and by
+//! quantile sketches ([`crate::sketch`], stated error) where the report
+//! needs a median. An evenly spaced sample of ranks, chosen by rank alone,
+//! is kept as well, for the root causes' reference of waiting ranks. A
+//! site's peers and late lines are not owned by one rank (many waiters
+//! charge one peer): their kept values are lower bounds.
+//!
+//! Nothing is bounded below [`BOUND_ROWS`] rows: there the log holds every
+//! row, as the per-rank records do.
+
+use serde::{Deserialize, Serialize};
+
+use crate::exact_sum::Fx;
+use crate::regions::{RegionAcc, RegionRank};
+use crate::site_totals::{PeerAcc, RankSite, SiteAcc};
+use crate::sketch::Sketch;
+use crate::{packed_rows, Aggregate, HashMap};
+
+/// Rows of a site or region kept whole; above it they are bounded.
+pub const BOUND_ROWS: usize = 512;
+/// Rows kept per criterion (largest time, smallest time, ...).
+pub const KEEP_PER_CRITERION: usize = 32;
+/// Ranks of the evenly spaced sample kept at every site and region.
+pub const SAMPLE_RANKS: u32 = 64;
+/// Wait-matrix cells kept per metric (overhead, time): as many as the
+/// report lists.
+pub const KEEP_CELLS: usize = 10_000;
+/// A site's peers, pairs and late lines kept per criterion.
+pub const KEEP_PEERS: usize = 256;
+/// Columns of the per-rank heat map (rank ranges of equal width).
+pub const HEAT_COLS: u32 = 128;
+
+/// Ranks per column of the heat map of a job of `world` ranks, and the
+/// number of columns.
+pub fn heat_columns(world: u32) -> (u32, u32) {
+    let world = world.max(1);
+    let per_col = world.div_ceil(HEAT_COLS);
+    (per_col, world.div_ceil(per_col))
+}
+
+fn sampled(rank: u32, world: u32) -> bool {
+    rank.is_multiple_of(world.div_ceil(SAMPLE_RANKS).max(1))
+}
+
+/// A criterion: the rows with the largest values are kept; None: the row
+/// does not compete.
+type Criterion<'a, T> = &'a dyn Fn(&T) -> Option<f64>;
+
+/// `rows` down to those that rank among the first `keep` by any of
+/// `criteria` (ties to the lowest `id`) or that `always` keeps, once there
+/// are more than `cap`; returns the rows dropped.
+fn select<T>(
+    rows: &mut Vec<T>,
+    cap: usize,
+    keep: usize,
+    id: &dyn Fn(&T) -> u64,
+    criteria: &[Criterion<T>],
+    always: &dyn Fn(&T) -> bool,
+) -> Vec<T> {
+    if rows.len() <= cap {
+        return Vec::new();
+    }
+    let mut mark: Vec<bool> = rows.iter().map(always).collect();
+    for c in criteria {
+        let mut cand: Vec<(f64, u64, usize)> = rows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| c(r).map(|v| (v, id(r), i)))
+            .collect();
+        let order =
+            |a: &(f64, u64, usize), b: &(f64, u64, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        if cand.len() > keep {
+            cand.select_nth_unstable_by(keep, order);
+            cand.truncate(keep);
+        }
+        for (_, _, i) in cand {
+            mark[i] = true;
+        }
+    }
+    let mut it = mark.into_iter();
+    let (kept, dropped): (Vec<T>, Vec<T>) = rows.drain(..).partition(|_| it.next().unwrap_or(true));
+    *rows = kept;
+    dropped
+}
+
+fn heat_max(into: &mut [f32], col: usize, v: f32) {
+    if let Some(c) = into.get_mut(col) {
+        if c.is_nan() || v > *c {
+            *c = v;
+        }
+    }
+}
+
+/// What a bounded site keeps of every rank's row.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Spread {
+    /// Ranks of the job (the heat map's columns span them).
+    pub world: u32,
+    /// Time of each rank with a row (its `n`: the ranks at the site).
+    pub time: Sketch,
+    /// Overhead of each rank whose calls had a tmax.
+    pub overhead: Sketch,
+    /// Time per call of each rank with calls, and of those not the root.
+    pub per_call: Sketch,
+    pub per_call_nonroot: Sketch,
+    /// Per heat-map column: the largest time, and the largest overhead
+    /// (a row without one counts 0); NaN where no rank of it has a row.
+    #[serde(with = "packed_rows::vec")]
+    pub heat_time: Vec<f32>,
+    #[serde(with = "packed_rows::vec")]
+    pub heat_overhead: Vec<f32>,
+}
+
+impl Spread {
+    pub fn of_rows(rows: &[RankSite], world: u32) -> Spread {
+        let per_call = |r: &RankSite| (r.calls > 0).then(|| r.time / r.calls as f64);
+        let (per_col, cols) = heat_columns(world);
+        let mut s = Spread {
+            world,
+            time: Sketch::of(rows.iter().map(|r| r.time)),
+            overhead: Sketch::of(rows.iter().filter_map(|r| r.overhead)),
+            per_call: Sketch::of(rows.iter().filter_map(per_call)),
+            per_call_nonroot: Sketch::of(rows.iter().filter(|r| !r.root).filter_map(per_call)),
+            heat_time: vec![f32::NAN; cols as usize],
+            heat_overhead: vec![f32::NAN; cols as usize],
+        };
+        for r in rows {
+            let col = (r.rank / per_col) as usize;
+            heat_max(&mut s.heat_time, col, r.time as f32);
+            heat_max(&mut s.heat_overhead, col, r.overhead.unwrap_or(0.0) as f32);
+        }
+        s
+    }
+
+    pub fn merge(&mut self, o: &Spread) {
+        self.time.merge(&o.time);
+        self.overhead.merge(&o.overhead);
+        self.per_call.merge(&o.per_call);
+        self.per_call_nonroot.merge(&o.per_call_nonroot);
+        for (i, &v) in o.heat_time.iter().enumerate() {
+            if !v.is_nan() {
+                heat_max(&mut self.heat_time, i, v);
+            }
+        }
+        for (i, &v) in o.heat_overhead.iter().enumerate() {
+            if !v.is_nan() {
+                heat_max(&mut self.heat_overhead, i, v);
+            }
+        }
+    }
+
+    /// Whether it can describe a site's rows: sketches well formed, the
+    /// heat map's width that of its world.
+    pub fn is_consistent(&self) -> bool {
+        let cols = heat_columns(self.world).1 as usize;
+        [
+            &self.time,
+            &self.overhead,
+            &self.per_call,
+            &self.per_call_nonroot,
+        ]
+        .iter()
+        .all(|s| s.is_consistent())
+            && self.heat_time.len() == cols
+            && self.heat_overhead.len() == cols
+    }
+}
+
+/// What a bounded region keeps of every rank's row: its time.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RegionSpread {
+    pub time: Sketch,
+}
+
+/// The wait matrix's cells dropped when bounding: their sums and how many
+/// had a non-zero overhead and time, so that the matrix's total and count
+/// stay exact.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct WaitDropped {
+    pub overhead: Fx,
+    pub time: Fx,
+    pub cells_with_overhead: u64,
+    pub cells_with_time: u64,
+}
+
+fn pair_id(k: &(u32, u32)) -> u64 {
+    (u64::from(k.0) << 32) | u64::from(k.1)
+}
+
+fn bound_map<K, V>(
+    m: &mut HashMap<K, V>,
+    keep: usize,
+    id: &dyn Fn(&K) -> u64,
+    criteria: &[Criterion<(K, V)>],
+) where
+    K: Eq + std::hash::Hash,
+{
+    if m.len() <= keep * criteria.len() {
+        return;
+    }
+    let mut v: Vec<(K, V)> = m.drain().collect();
+    select(&mut v, 0, keep, &|kv| id(&kv.0), criteria, &|_| false);
+    m.extend(v);
+}
+
+impl SiteAcc {
+    /// The site's spread, from its rows when it is not bounded yet.
+    fn spread_or_rows(&self, world: u32) -> Spread {
+        self.spread
+            .clone()
+            .unwrap_or_else(|| Spread::of_rows(&self.per_rank, world))
+    }
+
+    /// Keeps the spread of `o` and `self` when either is bounded.
+    pub(crate) fn merge_spread(&mut self, o: &SiteAcc) {
+        let world = match (&self.spread, &o.spread) {
+            (None, None) => return,
+            (Some(s), _) | (_, Some(s)) => s.world,
+        };
+        let mut s = self.spread_or_rows(world);
+        s.merge(&o.spread_or_rows(world));
+        self.spread = Some(s);
+    }
+
+    /// Bounds what grows with the ranks (see the module's text).
+    pub fn bound(&mut self, world: u32) {
+        // Once bounded, always: the rows kept are then those of the
+        // criteria over the whole job, whatever the order of the merges.
+        if self.spread.is_some() || self.per_rank.len() > BOUND_ROWS {
+            if self.spread.is_none() {
+                self.spread = Some(Spread::of_rows(&self.per_rank, world));
+            }
+            let per_call = |r: &RankSite| (r.calls > 0).then(|| -(r.time / r.calls as f64));
+            select(
+                &mut self.per_rank,
+                0,
+                KEEP_PER_CRITERION,
+                &|r| u64::from(r.rank),
+                &[
+                    &|r| Some(r.time),
+                    &|r| Some(-r.time),
+                    &|r| r.overhead,
+                    &|r| r.overhead.map(|o| -o),
+                    &per_call,
+                    &|r| (!r.root).then(|| per_call(r)).flatten(),
+                    &|r| r.root.then_some(0.0),
+                ],
+                &|r| sampled(r.rank, world),
+            );
+            self.per_rank.sort_by_key(|r| r.rank);
+        }
+        let ovh = |a: &PeerAcc| a.overhead.get();
+        bound_map(
+            &mut self.peers,
+            KEEP_PEERS,
+            &|k| u64::from(*k),
+            &[&|kv| Some(ovh(&kv.1)), &|kv| Some(kv.1.time.get())],
+        );
+        bound_map(
+            &mut self.pairs,
+            KEEP_PEERS,
+            &pair_id,
+            &[&|kv| Some(f64::from(kv.1)), &|kv| {
+                sampled(kv.0 .0, world).then_some(f64::INFINITY)
+            }],
+        );
+        bound_map(
+            &mut self.pair_waits,
+            KEEP_PEERS,
+            &pair_id,
+            &[&|kv| Some(ovh(&kv.1)), &|kv| Some(kv.1.time.get()), &|kv| {
+                sampled(kv.0 .0, world).then_some(f64::INFINITY)
+            }],
+        );
+        bound_map(
+            &mut self.waited_for,
+            KEEP_PEERS,
+            &|k| u64::from(k.0),
+            &[&|kv| Some(kv.1.get())],
+        );
+        if self.multi.len() > KEEP_PEERS {
+            select(
+                &mut self.multi,
+                KEEP_PEERS,
+                KEEP_PEERS,
+                &|m| u64::from(m.rank),
+                &[&|m| Some(m.overhead)],
+                &|m| sampled(m.rank, world),
+            );
+        }
+    }
+}
+
+impl RegionAcc {
+    pub(crate) fn merge_spread(&mut self, o: &RegionAcc) {
+        if self.spread.is_none() && o.spread.is_none() {
+            return;
+        }
+        let of = |g: &RegionAcc| {
+            g.spread.clone().unwrap_or_else(|| RegionSpread {
+                time: Sketch::of(g.per_rank.iter().map(|r| r.time)),
+            })
+        };
+        let mut s = of(self);
+        s.time.merge(&of(o).time);
+        self.spread = Some(s);
+    }
+
+    pub fn bound(&mut self, world: u32) {
+        if self.spread.is_none() && self.per_rank.len() <= BOUND_ROWS {
+            return;
+        }
+        if self.spread.is_none() {
+            self.spread = Some(RegionSpread {
+                time: Sketch::of(self.per_rank.iter().map(|r| r.time)),
+            });
+        }
+        select(
+            &mut self.per_rank,
+            0,
+            KEEP_PER_CRITERION,
+            &|r: &RegionRank| u64::from(r.rank),
+            &[&|r| Some(r.time), &|r| Some(-r.time), &|r| {
+                (r.count > 0).then(|| r.time / r.count as f64)
+            }],
+            &|r| sampled(r.rank, world),
+        );
+        self.per_rank.sort_by_key(|r| r.rank);
+    }
+}
+
+impl Aggregate {
+    /// Bounds every part that grows with the ranks of a job of `world`
+    /// ranks (see the module's text); a no-op below [`BOUND_ROWS`] rows.
+    pub fn bound(&mut self, world: u32) {
+        for s in self.sites.values_mut() {
+            s.bound(world);
+        }
+        for g in self.regions.values_mut() {
+            g.bound(world);
+        }
+        if self.wait.len() > 2 * KEEP_CELLS {
+            let mut cells: Vec<((u32, u32), PeerAcc)> = self.wait.drain().collect();
+            let dropped = select(
+                &mut cells,
+                0,
+                KEEP_CELLS,
+                &|kv| pair_id(&kv.0),
+                &[&|kv| Some(kv.1.overhead.get()), &|kv| Some(kv.1.time.get())],
+                &|_| false,
+            );
+            let d = &mut self.wait_dropped;
+            for (_, a) in dropped {
+                d.overhead.merge(a.overhead);
+                d.time.merge(a.time);
+                d.cells_with_overhead += u64::from(a.overhead.get() > 0.0);
+                d.cells_with_time += u64::from(a.time.get() > 0.0);
+            }
+            self.wait.extend(cells);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site() -> mpiover_common::record::Site {
+        mpiover_common::record::Site {
+            id: 0,
+            address: "0x1000".into(),
+            module: None,
+            build_id: None,
+            offset: None,
+            function: None,
+            symbol: None,
+            file: None,
+            line: None,
+            inlined_into: Vec::new(),
+            note: None,
+            native: None,
+            language: None,
+        }
+    }
+
+    fn row(rank: u32, time: f64) -> RankSite {
+        RankSite {
+            rank,
+            calls: 10,
+            time,
+            overhead: Some(time / 2.0),
+            root: rank == 3,
+        }
+    }
+
+    /// Rows of 4,096 ranks bounded in parts of any size keep the same rows
+    /// and the same spread as bounded at once.
+    #[test]
+    fn bounding_parts_keeps_the_rows_bounding_the_whole_keeps() {
+        let world = 4096;
+        let t = |r: u32| 1e-3 * (1.0 + f64::from((r * 2_654_435_761u32) >> 20));
+        let whole: Vec<RankSite> = (0..world).map(|r| row(r, t(r))).collect();
+        let mut once = SiteAcc::new(0, &site());
+        once.per_rank = whole.clone();
+        once.bound(world);
+        let mut tree: Option<SiteAcc> = None;
+        for chunk in whole.chunks(700) {
+            let mut part = SiteAcc::new(chunk[0].rank, &site());
+            part.per_rank = chunk.to_vec();
+            part.bound(world);
+            match tree.as_mut() {
+                None => tree = Some(part),
+                Some(t) => {
+                    t.merge(part);
+                    t.bound(world);
+                }
+            }
+        }
+        let tree = tree.unwrap();
+        let ranks = |s: &SiteAcc| s.per_rank.iter().map(|r| r.rank).collect::<Vec<_>>();
+        assert_eq!(ranks(&tree), ranks(&once));
+        assert!(once.per_rank.len() <= BOUND_ROWS);
+        let (a, b) = (tree.spread.clone().unwrap(), once.spread.clone().unwrap());
+        assert_eq!(a.time, b.time);
+        assert_eq!(a.time.n, u64::from(world));
+        assert!(a.is_consistent());
+        let mut sorted: Vec<f64> = whole.iter().map(|r| r.time).collect();
+        sorted.sort_by(f64::total_cmp);
+        let exact = (sorted[2047] + sorted[2048]) / 2.0;
+        assert!((a.time.median() - exact).abs() <= crate::sketch::SKETCH_ALPHA * exact);
+        // The slowest and the root are among the rows kept.
+        let slowest = whole
+            .iter()
+            .max_by(|x, y| x.time.total_cmp(&y.time))
+            .unwrap();
+        assert!(ranks(&tree).contains(&slowest.rank));
+        assert!(ranks(&tree).contains(&3));
+    }
+}
