@@ -132,7 +132,7 @@ fn encode_or_vote(part: &JobAggregate, encoded: &mut bool) -> Vec<u8> {
 
 fn warn(what: &str) {
     if !crate::run::quiet() {
-        eprintln!("mpiover: warning: {what}; records are written per rank instead");
+        crate::run::say_warning(&format!("{what}; records are written per rank instead"));
     }
 }
 

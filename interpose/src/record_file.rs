@@ -66,6 +66,6 @@ pub(crate) fn dir_wide(e: &std::io::Error) -> bool {
 /// run directory was said already by this process.
 pub(crate) fn say_once(what: &str) {
     if !crate::run::quiet() && !DIR_WARNED.swap(true, SeqCst) {
-        eprintln!("mpiover: warning: {what}");
+        crate::run::say_warning(what);
     }
 }

@@ -66,7 +66,17 @@ pub fn slow_write() -> bool {
 /// warnings every rank would repeat).
 pub fn warn(warnings: &mut Vec<String>, msg: String, print: bool) {
     if print && !quiet() {
-        eprintln!("mpiover: warning: {msg}");
+        say_warning(&msg);
     }
     warnings.push(msg);
+}
+
+/// Writes `mpiover: warning: <msg>` and its newline to stderr in one
+/// `write`: `eprintln!` writes a formatted line in pieces, and the
+/// application's own ranks writing to the same pipe then land inside it
+/// (a line under 4 KiB written at once stays whole in a pipe).
+pub fn say_warning(msg: &str) {
+    use std::io::Write;
+    let line = format!("mpiover: warning: {msg}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }

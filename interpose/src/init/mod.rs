@@ -93,10 +93,10 @@ pub fn note_session() {
         return;
     }
     if !crate::opt::get().quiet && foreign::launcher_rank_is_zero() {
-        eprintln!(
-            "mpiover: warning: MPI_Session_init before MPI_Init: mpiover records from \
-             MPI_Init or MPI_Init_thread on, so MPI used through sessions alone is not profiled \
-             (no record is written unless the process also calls MPI_Init)"
+        crate::run::say_warning(
+            "MPI_Session_init before MPI_Init: mpiover records from MPI_Init or \
+             MPI_Init_thread on, so MPI used through sessions alone is not profiled (no record \
+             is written unless the process also calls MPI_Init)",
         );
     }
 }
