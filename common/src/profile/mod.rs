@@ -145,6 +145,7 @@ pub const PROFILE_SCHEMA: &str = "mpiover-profile/1";
 
 mod env_match;
 mod error;
+mod fit_model;
 #[cfg(feature = "stats")]
 pub mod fitted;
 mod io;
@@ -155,6 +156,7 @@ mod samples;
 mod schema;
 
 pub use error::*;
+pub use fit_model::{FitModel, TailTest};
 pub use load::HostLoad;
 pub use lookup::*;
 pub use merge::*;
