@@ -27,7 +27,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 use mpiover_common::profile::{Profile, ProfileEntry, ProfileKey};
-use mpiover_stats::{fit, FitOptions, FitResult, Stop, StoppingRule};
+use mpiover_stats::{fit, FitOptions, FitResult, Stop, StoppingRule, TailFit};
 use serde::Serialize;
 
 /// Shortest prefix the sample-size question starts from.
@@ -68,24 +68,13 @@ pub struct EntryCheck {
     /// model, else empirical), and above its empirical quantile.
     pub exceed: Option<f64>,
     pub exceed_empirical: Option<f64>,
-    /// The tail model's test on the whole sample, when every body model was
-    /// rejected: its threshold level, shape and p-value.
-    pub tail: Option<TailCheck>,
+    /// The tail model's fit and test on the whole sample, when every body
+    /// model was rejected (accepted or not).
+    pub tail: Option<TailFit>,
     /// Whether the even half's tmax came from a model.
     pub half_modelled: bool,
     /// Samples the stopping rule needed (none: not within the sample).
     pub needed: Option<usize>,
-}
-
-/// The tail model's fit of an entry, in brief.
-#[derive(Debug, Clone, Serialize)]
-pub struct TailCheck {
-    pub level: f64,
-    pub exceedances: usize,
-    pub xi: f64,
-    pub a2: f64,
-    pub p_value: f64,
-    pub accepted: bool,
 }
 
 /// Fits one entry's sample and answers the three questions.
@@ -111,17 +100,7 @@ pub fn check_entry(
         empirical_tmax_s: whole.as_ref().map_or(f64::NAN, |r| r.empirical_tmax_s),
         exceed: half.as_ref().map(|h| above(h.tmax_s)),
         exceed_empirical: half.as_ref().map(|h| above(h.empirical_tmax_s)),
-        tail: whole
-            .as_ref()
-            .and_then(|r| r.tail.as_ref())
-            .map(|t| TailCheck {
-                level: t.level,
-                exceedances: t.exceedances,
-                xi: t.xi,
-                a2: t.a2,
-                p_value: t.p_value,
-                accepted: t.accepted,
-            }),
+        tail: whole.as_ref().and_then(|r| r.tail.clone()),
         half_modelled: half.as_ref().is_some_and(|h| !h.fallback),
         needed: samples_needed(times, opts, rule),
     }

@@ -66,9 +66,8 @@ impl Gpd {
 
 /// ln L(theta) of the exceedances `y` (all > 0) and the xi it implies; None outside the
 /// admissible shapes.
-fn profile(y: &[f64], theta: f64, ymean: f64) -> Option<(f64, Gpd)> {
+fn profile(y: &[f64], theta: f64, ymean: f64, ymax: f64) -> Option<(f64, Gpd)> {
     let k = y.len() as f64;
-    let ymax = y.iter().fold(0.0f64, |a, &b| a.max(b));
     if (theta * ymax).abs() < 1e-12 {
         // The exponential limit.
         return Some((
@@ -95,7 +94,7 @@ pub fn fit_mle(y: &[f64]) -> Option<Gpd> {
     }
     let ymean = y.iter().sum::<f64>() / y.len() as f64;
     let ymax = y.iter().fold(0.0f64, |a, &b| a.max(b));
-    let at = |t: f64| profile(y, t.exp_m1() / ymax, ymean);
+    let at = |t: f64| profile(y, t.exp_m1() / ymax, ymean, ymax);
     let ll = |t: f64| at(t).map_or(f64::NEG_INFINITY, |(l, _)| l);
     // The grid: t from -12 (theta just above -1/max y) to 8 (xi far above XI_MAX for any data).
     const STEPS: usize = 80;

@@ -44,19 +44,12 @@ use crate::quantile::{quantile_ci_with_coverage, QuantileCi};
 use crate::sample::{QMax, Sample};
 use gpd::{anderson_darling, fit_mle};
 
-/// Whether a value lies within an order-statistic interval of a sample.
-trait Within {
-    fn is_none_or_within(&self, sample: &Sample, value: f64) -> bool;
-}
-
-impl Within for Option<QuantileCi> {
-    fn is_none_or_within(&self, sample: &Sample, value: f64) -> bool {
-        match self {
-            None => true,
-            Some(ci) => {
-                sample.order_stat(ci.lo_rank) <= value && value <= sample.order_stat(ci.hi_rank)
-            }
-        }
+/// Whether `value` lies within the order-statistic interval `ci` of `sample` (true when the
+/// sample gives no interval at all).
+fn within(ci: Option<QuantileCi>, sample: &Sample, value: f64) -> bool {
+    match ci {
+        None => true,
+        Some(c) => sample.order_stat(c.lo_rank) <= value && value <= sample.order_stat(c.hi_rank),
     }
 }
 
@@ -148,8 +141,11 @@ pub fn fit_tail(sample: &Sample, q: QMax, alpha: f64) -> Option<TailFit> {
             continue;
         };
         // Where the sample's own quantile may lie (step 4).
-        let within =
-            quantile_ci_with_coverage(n, q.get(), 0.95).is_none_or_within(sample, min + terr);
+        let within = within(
+            quantile_ci_with_coverage(n, q.get(), 0.95),
+            sample,
+            min + terr,
+        );
         let fit = TailFit {
             level,
             threshold_s: u,
