@@ -157,10 +157,11 @@ impl Explainer<'_> {
         // Per region: how much longer each of the late rank's passes
         // through it took than the waiting ranks' passes through the same
         // code (their median), over the late rank's passes, per pass of the
-        // stretch. Code they never ran counts whole. Where the late rank
-        // spent no longer per pass than they did, its time there is the
-        // order of the program (a pipeline's first stage runs before the
-        // others can), not extra work: nothing is named there.
+        // stretch. A waiting rank that never ran the region is compared by
+        // what it did instead: its own stretch per pass. Where the late
+        // rank spent no longer per pass than they did, its time there is
+        // the order of the program (a pipeline's first stage runs before
+        // the others can), not extra work: nothing is named there.
         let per_region: Vec<(&RegionId, f64, f64)> = s
             .parts
             .iter()
@@ -176,9 +177,9 @@ impl Explainer<'_> {
                     reference
                         .ranks
                         .iter()
-                        .filter_map(|&(w, _, _)| {
-                            let r = self.index.row(id, w)?;
-                            Some(r.time / r.count.max(1) as f64)
+                        .map(|&(w, _, stretch_per_pass)| match self.index.row(id, w) {
+                            Some(r) => r.time / r.count.max(1) as f64,
+                            None => stretch_per_pass,
                         })
                         .collect(),
                 );
@@ -190,6 +191,14 @@ impl Explainer<'_> {
         if positive <= 0.0 {
             return Vec::new();
         }
+        // A region holds at most its own excess. When the regions' own
+        // excesses add up to less than the stretch's, the rest is the mix:
+        // the late rank ran the same code as fast, in other proportions
+        // (a pipeline's last stage finishing a block that the first has
+        // long passed), which is the order of the program and stays
+        // unexplained rather than landing on whichever region ran a little
+        // slow.
+        let held = positive.max(x.per_pass);
         per_region
             .into_iter()
             .filter(|&(_, more, theirs)| more > 0.0 && more >= OF_REFERENCE * theirs)
@@ -197,11 +206,11 @@ impl Explainer<'_> {
                 cause: RootCause {
                     rank: q.late,
                     region: region_ref(id),
-                    excess_s: x.per_pass * entries as f64 * more / positive,
+                    excess_s: x.per_pass * entries as f64 * more / held,
                     share: 0.0,
                     via: q.via.clone(),
                 },
-                explained: x.explained * more / positive,
+                explained: x.explained * more / held,
             })
             .filter(|f| f.explained >= OF_OVERHEAD * q.cap)
             .collect()
