@@ -1,5 +1,5 @@
 //! Every repository path the documentation names exists: `docs/*.md`, the
-//! top-level `README.md`, `bench/README.md`, `bench/results.md` and the
+//! top-level `README.md`, `bench/README.md`, `bench/results/*.md` and the
 //! crates' module docs (`//!` lines). A file that moves or goes leaves its
 //! old name behind in prose, where no compiler looks; this finds it.
 //!
@@ -28,8 +28,9 @@ use std::path::{Path, PathBuf};
 
 use crate::harness::workspace_root;
 
-/// Paths that stand for what a build or a run makes, not files of the
-/// repository: prefixes, matched against the path as written.
+/// Paths that are not files of this repository (what a build, an install or
+/// a run makes, other projects' files, the docs' example programs):
+/// prefixes, matched against the path as written.
 const ALLOWED: &[&str] = &[
     // Build output (`target/release/libmpiover.so`, `target/tmp/e2e/...`).
     "target/",
@@ -154,18 +155,16 @@ type Document = (PathBuf, Vec<PathBuf>, Vec<(usize, String)>);
 
 fn documents(root: &Path) -> Vec<Document> {
     let mut docs = Vec::new();
-    let mut md: Vec<PathBuf> = vec![
-        root.join("README.md"),
-        root.join("bench/README.md"),
-        root.join("bench/results.md"),
-    ];
-    let mut in_docs: Vec<PathBuf> = fs::read_dir(root.join("docs"))
-        .expect("docs/ is readable")
-        .filter_map(|e| Some(e.ok()?.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    in_docs.sort();
-    md.extend(in_docs);
+    let mut md: Vec<PathBuf> = vec![root.join("README.md"), root.join("bench/README.md")];
+    for dir in ["docs", "bench/results"] {
+        let mut in_dir: Vec<PathBuf> = fs::read_dir(root.join(dir))
+            .unwrap_or_else(|e| panic!("{dir}/: {e}"))
+            .filter_map(|e| Some(e.ok()?.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "md"))
+            .collect();
+        in_dir.sort();
+        md.extend(in_dir);
+    }
     for f in md {
         let text = fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         let dir = f.parent().expect("a file has a directory").to_path_buf();
