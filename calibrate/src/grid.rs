@@ -105,6 +105,8 @@ pub enum Pair {
     CrossHost,
 }
 
+/// One point of the grid: a pattern at one size and byte count, what one
+/// measurement (`crate::measure::run_job`) covers.
 #[derive(Debug, Clone)]
 pub struct Job {
     pub kind: Pattern,

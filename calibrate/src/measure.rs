@@ -55,8 +55,8 @@ use crate::mpi::Comm;
 use crate::pattern::Pattern;
 use crate::stat::StatOpts;
 
-mod job;
-use job::Job;
+mod measurement;
+use measurement::Measurement;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sync {
@@ -260,25 +260,25 @@ pub fn run_job(
     deadline: f64,
     prior: Option<Outcome>,
 ) -> Option<Outcome> {
-    let mut job = Job::new(kind, k, bytes, comm, clock, s, selected);
-    let est = job.warm_up();
-    let mut out = job.start_outcome(prior);
+    let mut m = Measurement::new(kind, k, bytes, comm, clock, s, selected);
+    let est = m.warm_up();
+    let mut out = m.start_outcome(prior);
     let elapsed_before = out.elapsed_s;
-    let mut ctl = job.control(&mut out, est);
-    while let Some(mut batch) = job.next_batch(&ctl) {
-        job.run_batch(&mut batch);
-        let (fl, all) = job.collect(&batch, &mut ctl);
-        if job.me != 0 {
+    let mut ctl = m.control(&mut out, est);
+    while let Some(mut batch) = m.next_batch(&ctl) {
+        m.run_batch(&mut batch);
+        let (fl, all) = m.collect(&batch, &mut ctl);
+        if m.me != 0 {
             continue;
         }
         // Rank 0: sort the samples, adapt the window, decide.
-        let t = job.sort(&mut out, &batch, &fl, &all);
+        let t = m.sort(&mut out, &batch, &fl, &all);
         if trace() {
             eprintln!(
                 "trace: {} p={} {bytes}B batch {} window {:.1} us: arrived late {} \
                  started late {} overrun {} preempted {}{} -> {} count toward growth",
                 kind.name(),
-                job.p,
+                m.p,
                 batch.nr,
                 ctl.window * 1e6,
                 t.n_arrived,
@@ -289,10 +289,10 @@ pub fn run_job(
                 t.bad
             );
         }
-        job.adapt(&mut ctl, &mut out, &fl, &t, batch.nr);
-        job.decide(&mut ctl, &out, &t, batch.nr, deadline);
+        m.adapt(&mut ctl, &mut out, &fl, &t, batch.nr);
+        m.decide(&mut ctl, &out, &t, batch.nr, deadline);
     }
-    if job.me != 0 {
+    if m.me != 0 {
         return None;
     }
     // Entries with several samples per window can pass max_samples in the
@@ -302,6 +302,6 @@ pub fn run_job(
     }
     out.window_s = ctl.window;
     out.stop = ctl.stop;
-    out.elapsed_s = elapsed_before + (job.clock.now() - job.t0);
+    out.elapsed_s = elapsed_before + (m.clock.now() - m.t0);
     Some(out)
 }

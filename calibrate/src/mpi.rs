@@ -5,70 +5,115 @@
 //! (`MPI_ERRORS_ARE_FATAL`) aborts the job on any error, so return codes are
 //! not checked here.
 //!
-//! Every call below passes handles that came from the library (`c::*`, or a
-//! communicator it returned) and buffers borrowed from a slice or a local for
-//! the whole call; a nonblocking call's buffer stays borrowed until
-//! [`wait_sleepy`] has completed its request.
+//! A raw handle is a pointer under Open MPI: a stale or made-up one is read
+//! as memory, not caught as an MPI error. So the safe functions take
+//! [`Comm`], whose only ways in are [`init`], [`split`] and the `unsafe`
+//! [`Comm::from_raw`]; requests live inside the functions that complete
+//! them. Buffers are borrowed from a slice or a local for the whole call; a
+//! nonblocking call's buffer stays borrowed until [`wait_sleepy`] has
+//! completed its request.
 
 use std::ffi::{c_int, c_void};
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use mpiover_mpisys as ffi;
 use mpiover_mpisys::consts as c;
 
-pub type Comm = ffi::MPI_Comm;
-pub type Request = ffi::MPI_Request;
+/// A communicator the library handed out, valid while MPI is initialized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Comm(ffi::MPI_Comm);
 
-pub fn init() {
-    // SAFETY: MPI_Init accepts null argc/argv (MPI-2 and later); the
-    // calibrator calls it once, first thing in main.
+impl Comm {
+    /// # Safety
+    /// `raw` is a communicator the library handed out (`MPI_COMM_WORLD`,
+    /// `MPI_COMM_SELF` or one it returned), not `MPI_COMM_NULL`, and it is
+    /// neither freed nor MPI finalized while this value or a copy is used.
+    pub unsafe fn from_raw(raw: ffi::MPI_Comm) -> Comm {
+        Comm(raw)
+    }
+
+    /// The handle, for a raw `PMPI_*` call.
+    pub fn as_raw(self) -> ffi::MPI_Comm {
+        self.0
+    }
+}
+
+/// A request of one of this module's nonblocking calls, completed by
+/// [`wait_sleepy`] before the call's buffer is released.
+struct Request(ffi::MPI_Request);
+
+impl Request {
+    /// `MPI_REQUEST_NULL`, for a nonblocking call to overwrite.
+    fn null() -> Request {
+        Request(c::request_null())
+    }
+}
+
+static INITIALIZED: AtomicBool = AtomicBool::new(false);
+
+/// `MPI_Init`; returns `MPI_COMM_WORLD`. Panics when called twice: MPI may
+/// be initialized once per process.
+pub fn init() -> Comm {
+    assert!(
+        !INITIALIZED.swap(true, Ordering::SeqCst),
+        "MPI initialized twice"
+    );
+    // SAFETY: MPI_Init accepts null argc/argv (MPI-2 and later); the flag
+    // above makes this the process's only call.
     unsafe { ffi::PMPI_Init(ptr::null_mut(), ptr::null_mut()) };
+    // SAFETY: MPI is initialized (above); MPI_COMM_WORLD is never freed, and
+    // `finalize`'s contract keeps it from being used after MPI ends.
+    unsafe { Comm::from_raw(c::comm_world()) }
 }
 
-pub fn finalize() {
-    // SAFETY: takes no arguments; called once at the end of main, after the
-    // last MPI call of every path.
+/// `MPI_Finalize`.
+///
+/// # Safety
+/// No MPI call follows, through this module or a [`Comm`] or otherwise:
+/// every communicator is invalid from here on.
+pub unsafe fn finalize() {
+    // SAFETY: takes no arguments; the caller makes it the last MPI call.
     unsafe { ffi::PMPI_Finalize() };
-}
-
-pub fn world() -> Comm {
-    c::comm_world()
 }
 
 pub fn rank(comm: Comm) -> i32 {
     let mut r = 0;
-    // SAFETY: `comm` is a communicator the library handed out; `r` is a
+    // SAFETY: `comm` is live (`Comm`'s invariant); `r` is a
     // live local written once by the call.
-    unsafe { ffi::PMPI_Comm_rank(comm, &mut r) };
+    unsafe { ffi::PMPI_Comm_rank(comm.0, &mut r) };
     r
 }
 
 pub fn size(comm: Comm) -> i32 {
     let mut s = 0;
-    // SAFETY: `comm` is a communicator the library handed out; `s` is a
+    // SAFETY: `comm` is live (`Comm`'s invariant); `s` is a
     // live local written once by the call.
-    unsafe { ffi::PMPI_Comm_size(comm, &mut s) };
+    unsafe { ffi::PMPI_Comm_size(comm.0, &mut s) };
     s
 }
 
 /// `MPI_Comm_split`; `None` for the ranks that passed `color = None`.
 pub fn split(comm: Comm, color: Option<i32>, key: i32) -> Option<Comm> {
-    let mut out: Comm = c::comm_null();
+    let mut out: ffi::MPI_Comm = c::comm_null();
     let color = color.unwrap_or_else(c::undefined);
-    // SAFETY: `comm` is a library communicator and `out` a live local that
-    // the call writes (MPI_COMM_NULL for MPI_UNDEFINED).
-    unsafe { ffi::PMPI_Comm_split(comm, color, key, &mut out) };
+    // SAFETY: `comm` is a live communicator (its invariant) and `out` a live
+    // local that the call writes (MPI_COMM_NULL for MPI_UNDEFINED).
+    unsafe { ffi::PMPI_Comm_split(comm.0, color, key, &mut out) };
     if out == c::comm_null() {
         None
     } else {
-        Some(out)
+        // SAFETY: a communicator the library just returned, not null
+        // (checked); the calibrator never frees one, and MPI outlives it by
+        // `finalize`'s contract.
+        Some(unsafe { Comm::from_raw(out) })
     }
 }
 
 pub fn barrier(comm: Comm) {
-    // SAFETY: a library communicator is the only argument.
-    unsafe { ffi::PMPI_Barrier(comm) };
+    // SAFETY: a live communicator (`Comm`'s invariant) is the only argument.
+    unsafe { ffi::PMPI_Barrier(comm.0) };
 }
 
 pub fn send_bytes(buf: &[u8], dest: i32, tag: i32, comm: Comm) {
@@ -81,7 +126,7 @@ pub fn send_bytes(buf: &[u8], dest: i32, tag: i32, comm: Comm) {
             c::byte(),
             dest,
             tag,
-            comm,
+            comm.0,
         )
     };
 }
@@ -96,7 +141,7 @@ pub fn send_f64s(buf: &[f64], dest: i32, tag: i32, comm: Comm) {
             c::double(),
             dest,
             tag,
-            comm,
+            comm.0,
         )
     };
 }
@@ -112,7 +157,7 @@ pub fn recv_f64s(buf: &mut [f64], src: i32, tag: i32, comm: Comm) {
             c::double(),
             src,
             tag,
-            comm,
+            comm.0,
             c::status_ignore(),
         )
     };
@@ -127,7 +172,7 @@ pub fn bcast_f64s(buf: &mut [f64], root: i32, comm: Comm) {
             buf.len() as c_int,
             c::double(),
             root,
-            comm,
+            comm.0,
         )
     };
 }
@@ -141,7 +186,7 @@ pub fn bcast_bytes(buf: &mut [u8], root: i32, comm: Comm) {
             buf.len() as c_int,
             c::byte(),
             root,
-            comm,
+            comm.0,
         )
     };
 }
@@ -162,7 +207,7 @@ pub fn reduce_max_u8(buf: &[u8], out: &mut [u8], root: i32, comm: Comm) {
             c::uint8_t(),
             c::op_max(),
             root,
-            comm,
+            comm.0,
         )
     };
 }
@@ -178,7 +223,7 @@ pub fn allreduce_max_f64(v: f64, comm: Comm) -> f64 {
             1,
             c::double(),
             c::op_max(),
-            comm,
+            comm.0,
         )
     };
     out
@@ -199,7 +244,7 @@ pub fn gather_f64s(send: &[f64], recv: &mut [f64], root: i32, comm: Comm) {
             send.len() as c_int,
             c::double(),
             root,
-            comm,
+            comm.0,
         )
     };
 }
@@ -219,7 +264,7 @@ pub fn gather_bytes(send: &[u8], recv: &mut [u8], root: i32, comm: Comm) {
             send.len() as c_int,
             c::byte(),
             root,
-            comm,
+            comm.0,
         )
     };
 }
@@ -227,14 +272,14 @@ pub fn gather_bytes(send: &[u8], recv: &mut [u8], root: i32, comm: Comm) {
 /// Wait for a request without spinning: test, then sleep briefly. Used where
 /// a rank only waits for its turn, so that it leaves the CPU to the ranks that
 /// are measuring (this machine may be oversubscribed).
-pub fn wait_sleepy(req: &mut Request) {
+fn wait_sleepy(req: &mut Request) {
     let mut flag: c_int = 0;
     let mut nap_us = 50u64;
     loop {
-        // SAFETY: `req` is an active request (or MPI_REQUEST_NULL, which
-        // tests complete) borrowed mutably; `flag` is a live local; the
-        // status is the library's STATUS_IGNORE.
-        unsafe { ffi::PMPI_Test(req, &mut flag, c::status_ignore()) };
+        // SAFETY: `req` holds an active request of this module's calls (or
+        // MPI_REQUEST_NULL, which tests complete) borrowed mutably; `flag`
+        // is a live local; the status is the library's STATUS_IGNORE.
+        unsafe { ffi::PMPI_Test(&mut req.0, &mut flag, c::status_ignore()) };
         if flag != 0 {
             return;
         }
@@ -249,7 +294,7 @@ pub fn wait_sleepy(req: &mut Request) {
 
 /// `MPI_Ibcast` + [`wait_sleepy`].
 pub fn bcast_bytes_sleepy(buf: &mut [u8], root: i32, comm: Comm) {
-    let mut req: Request = c::request_null();
+    let mut req = Request::null();
     // SAFETY: `buf` stays mutably borrowed until `wait_sleepy` below has
     // completed the request, so the library never touches it after return.
     unsafe {
@@ -258,8 +303,8 @@ pub fn bcast_bytes_sleepy(buf: &mut [u8], root: i32, comm: Comm) {
             buf.len() as c_int,
             c::byte(),
             root,
-            comm,
-            &mut req,
+            comm.0,
+            &mut req.0,
         )
     };
     wait_sleepy(&mut req);
@@ -267,7 +312,7 @@ pub fn bcast_bytes_sleepy(buf: &mut [u8], root: i32, comm: Comm) {
 
 /// `MPI_Irecv` + [`wait_sleepy`].
 pub fn recv_bytes_sleepy(buf: &mut [u8], src: i32, tag: i32, comm: Comm) {
-    let mut req: Request = c::request_null();
+    let mut req = Request::null();
     // SAFETY: `buf` stays mutably borrowed until `wait_sleepy` below has
     // completed the request; at most `buf.len()` bytes are written.
     unsafe {
@@ -277,8 +322,8 @@ pub fn recv_bytes_sleepy(buf: &mut [u8], src: i32, tag: i32, comm: Comm) {
             c::byte(),
             src,
             tag,
-            comm,
-            &mut req,
+            comm.0,
+            &mut req.0,
         )
     };
     wait_sleepy(&mut req);
@@ -286,9 +331,9 @@ pub fn recv_bytes_sleepy(buf: &mut [u8], src: i32, tag: i32, comm: Comm) {
 
 /// `MPI_Ibarrier` + [`wait_sleepy`].
 pub fn barrier_sleepy(comm: Comm) {
-    let mut req: Request = c::request_null();
+    let mut req = Request::null();
     // SAFETY: no buffer; `req` is a live local completed below.
-    unsafe { ffi::PMPI_Ibarrier(comm, &mut req) };
+    unsafe { ffi::PMPI_Ibarrier(comm.0, &mut req.0) };
     wait_sleepy(&mut req);
 }
 

@@ -86,6 +86,7 @@ fn probe_once(comm: Comm, me: i32, tag: i32, buf: &mut [u8]) {
     // the blocking calls; `comm` is a pair communicator, so `other` a rank.
     unsafe {
         let p = buf.as_mut_ptr() as *mut c_void;
+        let comm = comm.as_raw();
         if me == 0 {
             ffi::PMPI_Send(p, 1, c::byte(), other, tag, comm);
             ffi::PMPI_Recv(p, 1, c::byte(), other, tag, comm, c::status_ignore());
@@ -109,7 +110,14 @@ fn probe(comm: Comm, me: i32, bytes: u64, buf: &mut [u8]) -> bool {
             // SAFETY: `n` is at most `buf.len()` (clamped above); `comm` is a
             // pair communicator, so rank 1 exists.
             unsafe {
-                ffi::PMPI_Send(buf.as_ptr() as *const c_void, n, c::byte(), 1, 77, comm);
+                ffi::PMPI_Send(
+                    buf.as_ptr() as *const c_void,
+                    n,
+                    c::byte(),
+                    1,
+                    77,
+                    comm.as_raw(),
+                );
             }
             let t1 = mpiover_common::timer::now();
             worst = worst.max(t1.wrapping_sub(t0) as f64 * unit);
@@ -123,7 +131,7 @@ fn probe(comm: Comm, me: i32, bytes: u64, buf: &mut [u8]) -> bool {
                     c::byte(),
                     0,
                     77,
-                    comm,
+                    comm.as_raw(),
                     c::status_ignore(),
                 );
             }

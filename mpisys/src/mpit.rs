@@ -4,7 +4,11 @@
 use std::ffi::CString;
 use std::os::raw::{c_int, c_void};
 
-use crate::*;
+use crate::{
+    MPI_Datatype, MPI_T_cvar_handle, MPI_T_enum, PMPI_Get_library_version, PMPI_Query_thread,
+    PMPI_T_cvar_get_index, PMPI_T_cvar_get_info, PMPI_T_cvar_handle_alloc, PMPI_T_cvar_handle_free,
+    PMPI_T_cvar_read, PMPI_T_finalize, PMPI_T_init_thread, PMPI_Type_size,
+};
 
 /// Control variables that hold a library's eager limit between two ranks of
 /// one host, per library and device, in the order asked (the first one the

@@ -32,7 +32,7 @@ pub unsafe fn run_window(
         u8t: c::uint8_t(),
         sum: c::op_sum(),
         st: c::status_ignore(),
-        comm,
+        comm: comm.as_raw(),
         // The interposer's timer (two raw reads around the call, as in a
         // wrapper); its quick rate estimate is good to some 1e-5, far below
         // any call's spread.
@@ -75,7 +75,8 @@ struct Window<'a> {
     u8t: ffi::MPI_Datatype,
     sum: ffi::MPI_Op,
     st: *mut ffi::MPI_Status,
-    comm: Comm,
+    /// The raw handle of `run_window`'s communicator.
+    comm: ffi::MPI_Comm,
     unit: f64,
     out: &'a mut [f64],
 }

@@ -7,5 +7,3 @@ mod harness;
 mod profile;
 mod runs;
 mod windows;
-
-use harness::*;

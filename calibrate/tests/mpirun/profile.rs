@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use mpiover_common::profile::{Profile, ProfileKey};
 
-use super::*;
+use crate::harness::{keys, loadavg, ok, run, tmpdir, LOCK};
 
 #[test]
 pub(crate) fn profile_has_roles_pairs_environment_and_method() {

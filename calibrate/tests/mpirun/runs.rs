@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use mpiover_common::profile::{Profile, ProfileKey};
 
-use super::*;
+use crate::harness::{command, descendants, entries_in, keys, mpiover_cli, ok, run, tmpdir, LOCK};
 
 #[test]
 pub(crate) fn resume_completes_a_killed_run_with_the_same_entries() {

@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 
 use mpiover_common::profile::Profile;
 
-use super::*;
+use crate::harness::{allreduce_8b, command, ok, run, tmpdir, LOCK};
 
 #[test]
 pub(crate) fn clock_sync_recovers_injected_offset_and_drift() {

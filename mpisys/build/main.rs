@@ -1,5 +1,6 @@
 //! Finds the installed MPI, generates raw bindings for its `mpi.h` with bindgen
-//! and compiles a C shim for what the header defines as macros.
+//! and, from the one table in `constants.rs`, a C shim for what the header
+//! defines as macros and the Rust that reads it (`OUT_DIR/consts.rs`).
 //!
 //! The probe is ordered and reports every failure reason (rsmpi's
 //! build-probe-mpi does the same): `MPICC` (a compiler wrapper), then
@@ -14,6 +15,8 @@
 use std::env;
 use std::path::PathBuf;
 use std::process::Command;
+
+mod constants;
 
 #[derive(Debug, Default)]
 struct Library {
@@ -125,8 +128,7 @@ fn probe() -> Result<Library, Vec<String>> {
 fn main() {
     println!("cargo:rerun-if-env-changed=MPICC");
     println!("cargo:rerun-if-env-changed=MPI_PKG_CONFIG");
-    println!("cargo:rerun-if-changed=src/shim.c");
-    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=build");
 
     let lib = match probe() {
         Ok(lib) => lib,
@@ -182,8 +184,12 @@ fn main() {
         .write_to_file(&bindings_path)
         .expect("cannot write bindings");
 
+    let shim_path = out.join("shim.c");
+    std::fs::write(&shim_path, constants::c_source()).expect("cannot write shim.c");
+    std::fs::write(out.join("consts.rs"), constants::rust_source())
+        .expect("cannot write consts.rs");
     let mut build = cc::Build::new();
-    build.file("src/shim.c").warnings(false);
+    build.file(&shim_path).warnings(false);
     for d in &lib.include {
         build.include(d);
     }

@@ -1,5 +1,6 @@
-//! The steps of one job ([`super::run_job`]): warm-up, then batches of
-//! windows, each run on every rank, gathered, sorted and judged on rank 0.
+//! The steps of measuring one job of the grid ([`super::run_job`]):
+//! warm-up, then batches of windows, each run on every rank, gathered,
+//! sorted and judged on rank 0.
 
 use std::time::Duration;
 
@@ -14,8 +15,9 @@ use crate::mpi::{self, Comm};
 use crate::pattern::{self, Bufs, Pattern};
 use crate::stat;
 
-/// What stays fixed over a job, and its buffers.
-pub(super) struct Job<'a> {
+/// One job of the grid being measured: what stays fixed over it, and its
+/// buffers. (The job itself, what to measure, is `crate::grid::Job`.)
+pub(super) struct Measurement<'a> {
     pub kind: Pattern,
     comm: Comm,
     pub clock: &'a Clock,
@@ -78,7 +80,7 @@ pub(super) struct Tally {
     pub bad: u64,
 }
 
-impl<'a> Job<'a> {
+impl<'a> Measurement<'a> {
     /// Allocates the job's buffers, then (window sync) takes a clock fit
     /// point; the job's time starts after both.
     #[allow(clippy::too_many_arguments)]
@@ -90,7 +92,7 @@ impl<'a> Job<'a> {
         clock: &'a mut Clock,
         s: &'a Settings,
         selected: &'a [bool],
-    ) -> Job<'a> {
+    ) -> Measurement<'a> {
         let me = mpi::rank(comm);
         let p = mpi::size(comm);
         let bufs = Bufs::new(kind, p as u32, k, bytes);
@@ -102,7 +104,7 @@ impl<'a> Job<'a> {
             crate::clock::sync_round(clock, comm, s.sync_exchanges);
         }
         let clock: &'a Clock = clock;
-        Job {
+        Measurement {
             kind,
             comm,
             clock,
@@ -122,7 +124,7 @@ impl<'a> Job<'a> {
     /// Runs window `w` of the pattern, writing each slot's duration to `out`.
     fn window(&mut self, w: u64, out: &mut [f64]) {
         // SAFETY: `self.bufs` was made by `Bufs::new` for `self.kind` and
-        // `self.p`, the size of `self.comm` (`Job::new`).
+        // `self.p`, the size of `self.comm` (`Measurement::new`).
         unsafe { pattern::run_window(self.kind, self.comm, self.me, w, &mut self.bufs, out) };
     }
 
