@@ -56,9 +56,6 @@ const KNOWN_STALE: &[(&str, &str)] = &[
     ("interpose/src/overhead.rs", "profile.rs"),
     ("interpose/src/write.rs", "init.rs"),
     ("stats/src/stopping.rs", "tests/statistical.rs"),
-    // Examples named without their directory (`examples/nonblocking/`).
-    ("tests/tests/e2e/root_cause_stretch.rs", "halo3d.c"),
-    ("tests/tests/e2e/root_cause_stretch.rs", "accuracy.c"),
 ];
 
 /// One path a document names, where, and as written.

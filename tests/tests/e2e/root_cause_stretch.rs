@@ -2,10 +2,10 @@
 //! the per-rank records and on the merged job log of one run alike:
 //!
 //! - a halo exchange whose late rank works before posting its receives
-//!   (`halo3d.c`): the late rank's code from the `MPI_Waitall` to the
+//!   (`examples/nonblocking/halo3d.c`): the late rank's code from the `MPI_Waitall` to the
 //!   `MPI_Irecv` is named, with the excess it slept;
 //! - four phases one after another, each with its own late rank
-//!   (`accuracy.c`): every cause lies in its own phase, and no site's
+//!   (`examples/accuracy.c`): every cause lies in its own phase, and no site's
 //!   causes claim more than its overhead;
 //! - a wildcard receive: the late sender its status named;
 //! - a barrier, a late sender after it and a collective after that
