@@ -36,7 +36,8 @@ STEPS = [
     ("regions", ["interpose/src/rt/regions.rs"]),
     ("requests", ["interpose/src/rt/requests.rs", "interpose/src/rt/completion.rs"]),
     ("args", ["interpose/src/rt/arguments.rs", "interpose/src/rt/comms.rs",
-              "interpose/src/rt/type_sizes.rs", "interpose/src/rt/event.rs"]),
+              "interpose/src/rt/type_sizes.rs", "interpose/src/rt/event.rs",
+              "mpisys/src/lib.rs"]),
 ]
 NAMES = [s for s, _ in STEPS] + ["rest"]
 # Frames of the standard library and of other crates (paths as the build

@@ -59,6 +59,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build");
     println!("cargo:rerun-if-changed=spec.rs");
     println!("cargo:rerun-if-changed=src/pcontrol.c");
+    println!("cargo:rerun-if-changed=src/tls.c");
     println!("cargo:rustc-check-cfg=cfg(mpi_flavor, values(\"openmpi\", \"mpich\", \"unknown\"))");
     println!("cargo:rustc-check-cfg=cfg(mpi_handles_are_pointers)");
     println!("cargo:rustc-check-cfg=cfg(mpiover_fp)");
@@ -175,9 +176,12 @@ fn main() {
     println!("cargo:rustc-env=MPIOVER_WRAPPED={count}");
     println!("cargo:rustc-env=MPIOVER_FORTRAN_WRAPPED={fcount}");
 
-    // MPI_Pcontrol is variadic: a few lines of C.
+    // MPI_Pcontrol is variadic, and the hot path's thread-local pair needs
+    // a TLS model Rust cannot choose: a few lines of C.
     let mut cc = cc::Build::new();
     cc.file("src/pcontrol.c");
+    // The hot path's thread-local pair, in the initial-exec model.
+    cc.file("src/tls.c");
     for d in env::var("DEP_MPI_INCLUDE")
         .unwrap_or_default()
         .split(':')

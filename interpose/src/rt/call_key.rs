@@ -185,8 +185,7 @@ impl KeyStats {
 
     #[inline(always)]
     pub(crate) fn add(&mut self, dt: u64) {
-        self.count += 1;
-        self.sum = self.sum.wrapping_add(dt);
+        tally!(self.count, self.sum, dt);
         self.min = self.min.min(dt);
         self.max = self.max.max(dt);
         if self.tmax != u64::MAX {
