@@ -59,11 +59,8 @@ pub mod consts {
         static MPIOVER_BOTTOM: *mut core::ffi::c_void;
         static MPIOVER_STATUS_IGNORE: *mut MPI_Status;
         static MPIOVER_STATUSES_IGNORE: *mut MPI_Status;
-        static MPIOVER_ANY_SOURCE: i32;
         static MPIOVER_ANY_TAG: i32;
-        static MPIOVER_PROC_NULL: i32;
         static MPIOVER_ROOT: i32;
-        static MPIOVER_UNDEFINED: i32;
         static MPIOVER_SUCCESS: i32;
         static MPIOVER_IDENT: i32;
         static MPIOVER_MAX_PROCESSOR_NAME: i32;
@@ -115,11 +112,8 @@ pub mod consts {
         bottom => MPIOVER_BOTTOM: *mut core::ffi::c_void,
         status_ignore => MPIOVER_STATUS_IGNORE: *mut MPI_Status,
         statuses_ignore => MPIOVER_STATUSES_IGNORE: *mut MPI_Status,
-        any_source => MPIOVER_ANY_SOURCE: i32,
         any_tag => MPIOVER_ANY_TAG: i32,
-        proc_null => MPIOVER_PROC_NULL: i32,
         root => MPIOVER_ROOT: i32,
-        undefined => MPIOVER_UNDEFINED: i32,
         success => MPIOVER_SUCCESS: i32,
         ident => MPIOVER_IDENT: i32,
         max_processor_name => MPIOVER_MAX_PROCESSOR_NAME: i32,
@@ -132,5 +126,24 @@ pub mod consts {
         graph => MPIOVER_GRAPH: i32,
         cart => MPIOVER_CART: i32,
         dist_graph => MPIOVER_DIST_GRAPH: i32,
+    }
+
+    // Plain integers in every mpi.h, so bindgen has them as constants: the
+    // hot path compares arguments with them on every call, and a constant
+    // is an immediate operand where a shim global is two loads.
+    /// `MPI_ANY_SOURCE`.
+    #[inline(always)]
+    pub const fn any_source() -> i32 {
+        MPI_ANY_SOURCE as i32
+    }
+    /// `MPI_PROC_NULL`.
+    #[inline(always)]
+    pub const fn proc_null() -> i32 {
+        MPI_PROC_NULL as i32
+    }
+    /// `MPI_UNDEFINED`.
+    #[inline(always)]
+    pub const fn undefined() -> i32 {
+        MPI_UNDEFINED as i32
     }
 }

@@ -33,23 +33,18 @@ impl Guard {
         if ra.is_python() {
             ts.py_calls += 1;
         }
-        let (completes, post_ra) = match ev.completes {
-            MIXED_FN => (NONE_FN, SiteRef::NONE),
-            c => (c, ev.post_ra),
-        };
-        let sat = |n: u32| n.min(u16::MAX as u32) as u16;
         let key = CallKey {
             ra,
-            post_ra,
+            post_ra: ev.post_ra,
             bytes: ev.sent.max(ev.recvd),
             p: ev.p,
             peer: ev.peer,
             fid: ev.fid,
-            completes,
+            completes: ev.completes,
             role: ev.role,
-            nreq: sat(ev.n_done),
-            nrecv: sat(ev.n_recv),
-            nsend: sat(ev.n_send),
+            nreq: ev.n_done,
+            nrecv: ev.n_recv,
+            nsend: ev.n_send,
         };
         let prev = ts.last_event;
         let (idx, e) = ts.table.add_entry(&key, dt);
