@@ -32,7 +32,6 @@ use validate::*;
 #[path = "../spec.rs"]
 mod spec;
 
-use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::env;
 use std::fmt::Write as _;
@@ -43,16 +42,16 @@ use mpiover_common::functions::{Function, CATALOGUE};
 use quote::ToTokens;
 use spec::Hook;
 
-thread_local! {
-    /// Generating a Fortran wrapper (the few places where the code differs
-    /// from the C one read this).
-    static FORTRAN: Cell<bool> = const { Cell::new(false) };
-    /// C parameters the event code of the function being generated uses.
-    static USED: RefCell<BTreeSet<String>> = const { RefCell::new(BTreeSet::new()) };
-}
-
-fn fortran() -> bool {
-    FORTRAN.with(|f| f.get())
+/// What the event code of one wrapper is generated for, and what it used:
+/// passed down the generator (`gen_event`), each wrapper its own.
+#[derive(Default)]
+pub(crate) struct Gen {
+    /// A Fortran wrapper (the few places where the code differs from the C
+    /// one read this).
+    pub(crate) fortran: bool,
+    /// The C parameters the event code uses, as roles resolve them
+    /// (`param`): a Fortran wrapper converts just these.
+    pub(crate) used: BTreeSet<String>,
 }
 
 fn main() {

@@ -35,10 +35,10 @@ pub fn resume() -> u32 {
 pub static COMM_EPOCH: AtomicU32 = AtomicU32::new(0);
 /// Bumped by `MPI_Type_free`.
 pub static TYPE_EPOCH: AtomicU32 = AtomicU32::new(0);
-/// `MPIOVER_DEPTH`.
-pub static DEPTH: AtomicU32 = AtomicU32::new(1);
-/// `MPIOVER_MAX_KEYS`.
-pub static MAX_KEYS: AtomicU32 = AtomicU32::new(4096);
+/// `MPIOVER_DEPTH` (its default until `MPI_Init` sets it).
+pub static DEPTH: AtomicU32 = AtomicU32::new(crate::opt::DEFAULT_DEPTH);
+/// `MPIOVER_MAX_KEYS` (its default until `MPI_Init` sets it).
+pub static MAX_KEYS: AtomicU32 = AtomicU32::new(crate::opt::DEFAULT_MAX_KEYS);
 /// Address range of libmpiover itself (frames skipped for depth > 1).
 pub static SELF_LO: AtomicUsize = AtomicUsize::new(0);
 pub static SELF_HI: AtomicUsize = AtomicUsize::new(0);
