@@ -230,6 +230,26 @@ fn sides(
     status: Option<&Ident>,
     post: &mut TokenStream,
 ) {
+    if let (Some(s), Some(v), false) = (&r.send, &r.recv, r.recv_from_status) {
+        let (sc, sb) = (side_cond(g, name, f, s, rooted), side_bytes(g, name, f, s));
+        let (vc, vb) = (side_cond(g, name, f, v, rooted), side_bytes(g, name, f, v));
+        if sb.to_string() == vb.to_string() {
+            // Both sides of the same count and datatype (`MPI_Allreduce`):
+            // their bytes found once, when either side counts (as often as
+            // the datatype would be looked up side by side: never for
+            // neither).
+            post.extend(quote! {
+                let __sc = #sc;
+                let __vc = #vc;
+                if __sc || __vc {
+                    let __b = #sb;
+                    if __sc { __ev.sent = __b; }
+                    if __vc { __ev.recvd = __b; }
+                }
+            });
+            return;
+        }
+    }
     if let Some(s) = &r.send {
         let (cond, b) = (side_cond(g, name, f, s, rooted), side_bytes(g, name, f, s));
         post.extend(quote! { if #cond { __ev.sent = #b; } });
