@@ -29,9 +29,9 @@
 # thread-local access), site (return address -> call site), key (the key's
 # compare, its table look-up and its counts), hist (the histogram's bucket),
 # regions, requests (the request map: posts, completions), args (what the
-# event reads of its arguments: communicator, datatype size, status) and the
-# rest (the wrapper's own lines, the event's fields and key, the per-function
-# counts). The split is made from callgrind's per-instruction counts
+# event reads of its arguments: communicator, datatype size, status, MPI's
+# constants) and the rest (the wrapper's own lines, the event's fields and
+# key, the per-function counts). The split is made from callgrind's per-instruction counts
 # (--dump-instr=yes) and the library's line tables: each instruction's chain
 # of inlined functions (addr2line -i) names the source file of the step it
 # belongs to (bench/wrapper_steps.py). Nothing is compiled differently for
