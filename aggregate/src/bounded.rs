@@ -16,8 +16,9 @@
 //! site's peers and late lines are not owned by one rank (many waiters
 //! charge one peer): their kept values are lower bounds.
 //!
-//! Nothing is bounded below [`BOUND_ROWS`] rows: there the log holds every
-//! row, as the per-rank records do.
+//! Nothing is bounded below [`BOUND_ROWS`] rows (or the rows of the
+//! [`Bounds`] given): there the log holds every row, as the per-rank records
+//! do.
 
 use serde::{Deserialize, Serialize};
 
@@ -27,8 +28,9 @@ use crate::site_totals::{PeerAcc, RankSite, SiteAcc};
 use crate::sketch::Sketch;
 use crate::{packed_rows, Aggregate, HashMap};
 
-/// Rows of a site or region kept whole; above it they are bounded.
-pub const BOUND_ROWS: usize = 512;
+/// Rows of a site or region kept whole; above it they are bounded (the
+/// default of `MPIOVER_LOG_ROWS`).
+pub const BOUND_ROWS: usize = mpiover_common::settings::LOG_ROWS.default as usize;
 /// Rows kept per criterion (largest time, smallest time, ...).
 pub const KEEP_PER_CRITERION: usize = 32;
 /// Ranks of the evenly spaced sample kept at every site and region.
@@ -49,8 +51,49 @@ pub fn heat_columns(world: u32) -> (u32, u32) {
     (per_col, world.div_ceil(per_col))
 }
 
-fn sampled(rank: u32, world: u32) -> bool {
-    rank.is_multiple_of(world.div_ceil(SAMPLE_RANKS).max(1))
+/// How much per-rank detail a part keeps once bounded. The job log's
+/// default is [`Bounds::DEFAULT`]; a smaller one (`MPIOVER_LOG_ROWS`) makes a
+/// job of a few dozen ranks bound its rows as a job of thousands does, so
+/// that the estimates can be checked on a real job of test size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Rows of a site or region kept whole; above it they are bounded.
+    pub rows: usize,
+    /// Rows kept per criterion.
+    pub keep: usize,
+    /// Ranks of the evenly spaced sample.
+    pub sample: u32,
+}
+
+impl Bounds {
+    pub const DEFAULT: Bounds = Bounds {
+        rows: BOUND_ROWS,
+        keep: KEEP_PER_CRITERION,
+        sample: SAMPLE_RANKS,
+    };
+
+    /// Rows kept whole up to `rows`; above, a sixteenth of that per
+    /// criterion (at least 4, so that a small setting still keeps a few
+    /// late ranks) and an eighth as the sample, as the default's 512, 32
+    /// and 64.
+    pub fn with_rows(rows: usize) -> Bounds {
+        let rows = rows.max(1);
+        Bounds {
+            rows,
+            keep: rows.div_ceil(16).max(4).min(rows),
+            sample: u32::try_from(rows / 8).unwrap_or(u32::MAX).max(1),
+        }
+    }
+
+    fn sampled(&self, rank: u32, world: u32) -> bool {
+        rank.is_multiple_of(world.div_ceil(self.sample).max(1))
+    }
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds::DEFAULT
+    }
 }
 
 /// A criterion: the rows with the largest values are kept; None: the row
@@ -120,10 +163,19 @@ pub struct Spread {
     pub heat_time: Vec<f32>,
     #[serde(with = "packed_rows::vec")]
     pub heat_overhead: Vec<f32>,
+    /// Rows kept per criterion where it was bounded: the late ranks by
+    /// arrival beyond that many are not all kept, so a report lists no
+    /// more.
+    #[serde(default = "default_keep")]
+    pub keep: u32,
+}
+
+fn default_keep() -> u32 {
+    KEEP_PER_CRITERION as u32
 }
 
 impl Spread {
-    pub fn of_rows(rows: &[RankSite], world: u32) -> Spread {
+    pub fn of_rows(rows: &[RankSite], world: u32, keep: u32) -> Spread {
         let per_call = |r: &RankSite| (r.calls > 0).then(|| r.time / r.calls as f64);
         let (per_col, cols) = heat_columns(world);
         let mut s = Spread {
@@ -134,6 +186,7 @@ impl Spread {
             per_call_nonroot: Sketch::of(rows.iter().filter(|r| !r.root).filter_map(per_call)),
             heat_time: vec![f32::NAN; cols as usize],
             heat_overhead: vec![f32::NAN; cols as usize],
+            keep,
         };
         for r in rows {
             let col = (r.rank / per_col) as usize;
@@ -144,6 +197,7 @@ impl Spread {
     }
 
     pub fn merge(&mut self, o: &Spread) {
+        self.keep = self.keep.min(o.keep);
         self.time.merge(&o.time);
         self.overhead.merge(&o.overhead);
         self.per_call.merge(&o.per_call);
@@ -216,36 +270,38 @@ fn bound_map<K, V>(
 
 impl SiteAcc {
     /// The site's spread, from its rows when it is not bounded yet.
-    fn spread_or_rows(&self, world: u32) -> Spread {
+    fn spread_or_rows(&self, world: u32, keep: u32) -> Spread {
         self.spread
             .clone()
-            .unwrap_or_else(|| Spread::of_rows(&self.per_rank, world))
+            .unwrap_or_else(|| Spread::of_rows(&self.per_rank, world, keep))
     }
 
     /// Keeps the spread of `o` and `self` when either is bounded.
     pub(crate) fn merge_spread(&mut self, o: &SiteAcc) {
-        let world = match (&self.spread, &o.spread) {
+        let (world, keep) = match (&self.spread, &o.spread) {
             (None, None) => return,
-            (Some(s), _) | (_, Some(s)) => s.world,
+            (Some(s), _) | (_, Some(s)) => (s.world, s.keep),
         };
-        let mut s = self.spread_or_rows(world);
-        s.merge(&o.spread_or_rows(world));
+        let mut s = self.spread_or_rows(world, keep);
+        s.merge(&o.spread_or_rows(world, keep));
         self.spread = Some(s);
     }
 
     /// Bounds what grows with the ranks (see the module's text).
-    pub fn bound(&mut self, world: u32) {
+    pub fn bound(&mut self, world: u32, b: &Bounds) {
+        let sampled = |rank: u32| b.sampled(rank, world);
         // Once bounded, always: the rows kept are then those of the
         // criteria over the whole job, whatever the order of the merges.
-        if self.spread.is_some() || self.per_rank.len() > BOUND_ROWS {
+        if self.spread.is_some() || self.per_rank.len() > b.rows {
             if self.spread.is_none() {
-                self.spread = Some(Spread::of_rows(&self.per_rank, world));
+                let keep = u32::try_from(b.keep).unwrap_or(u32::MAX);
+                self.spread = Some(Spread::of_rows(&self.per_rank, world, keep));
             }
             let per_call = |r: &RankSite| (r.calls > 0).then(|| -(r.time / r.calls as f64));
             select(
                 &mut self.per_rank,
                 0,
-                KEEP_PER_CRITERION,
+                b.keep,
                 &|r| u64::from(r.rank),
                 &[
                     &|r| Some(r.time),
@@ -256,7 +312,7 @@ impl SiteAcc {
                     &|r| (!r.root).then(|| per_call(r)).flatten(),
                     &|r| r.root.then_some(0.0),
                 ],
-                &|r| sampled(r.rank, world),
+                &|r| sampled(r.rank),
             );
             self.per_rank.sort_by_key(|r| r.rank);
         }
@@ -272,7 +328,7 @@ impl SiteAcc {
             KEEP_PEERS,
             &pair_id,
             &[&|kv| Some(f64::from(kv.1)), &|kv| {
-                sampled(kv.0 .0, world).then_some(f64::INFINITY)
+                sampled(kv.0 .0).then_some(f64::INFINITY)
             }],
         );
         bound_map(
@@ -280,7 +336,7 @@ impl SiteAcc {
             KEEP_PEERS,
             &pair_id,
             &[&|kv| Some(ovh(&kv.1)), &|kv| Some(kv.1.time.get()), &|kv| {
-                sampled(kv.0 .0, world).then_some(f64::INFINITY)
+                sampled(kv.0 .0).then_some(f64::INFINITY)
             }],
         );
         bound_map(
@@ -296,7 +352,7 @@ impl SiteAcc {
                 KEEP_PEERS,
                 &|m| u64::from(m.rank),
                 &[&|m| Some(m.overhead)],
-                &|m| sampled(m.rank, world),
+                &|m| sampled(m.rank),
             );
         }
     }
@@ -317,8 +373,8 @@ impl RegionAcc {
         self.spread = Some(s);
     }
 
-    pub fn bound(&mut self, world: u32) {
-        if self.spread.is_none() && self.per_rank.len() <= BOUND_ROWS {
+    pub fn bound(&mut self, world: u32, b: &Bounds) {
+        if self.spread.is_none() && self.per_rank.len() <= b.rows {
             return;
         }
         if self.spread.is_none() {
@@ -329,12 +385,12 @@ impl RegionAcc {
         select(
             &mut self.per_rank,
             0,
-            KEEP_PER_CRITERION,
+            b.keep,
             &|r: &RegionRank| u64::from(r.rank),
             &[&|r| Some(r.time), &|r| Some(-r.time), &|r| {
                 (r.count > 0).then(|| r.time / r.count as f64)
             }],
-            &|r| sampled(r.rank, world),
+            &|r| b.sampled(r.rank, world),
         );
         self.per_rank.sort_by_key(|r| r.rank);
     }
@@ -342,13 +398,13 @@ impl RegionAcc {
 
 impl Aggregate {
     /// Bounds every part that grows with the ranks of a job of `world`
-    /// ranks (see the module's text); a no-op below [`BOUND_ROWS`] rows.
-    pub fn bound(&mut self, world: u32) {
+    /// ranks (see the module's text); a no-op below `b.rows` rows.
+    pub fn bound(&mut self, world: u32, b: &Bounds) {
         for s in self.sites.values_mut() {
-            s.bound(world);
+            s.bound(world, b);
         }
         for g in self.regions.values_mut() {
-            g.bound(world);
+            g.bound(world, b);
         }
         if self.wait.len() > 2 * KEEP_CELLS {
             let mut cells: Vec<((u32, u32), PeerAcc)> = self.wait.drain().collect();
@@ -413,17 +469,17 @@ mod tests {
         let whole: Vec<RankSite> = (0..world).map(|r| row(r, t(r))).collect();
         let mut once = SiteAcc::new(0, &site());
         once.per_rank = whole.clone();
-        once.bound(world);
+        once.bound(world, &Bounds::DEFAULT);
         let mut tree: Option<SiteAcc> = None;
         for chunk in whole.chunks(700) {
             let mut part = SiteAcc::new(chunk[0].rank, &site());
             part.per_rank = chunk.to_vec();
-            part.bound(world);
+            part.bound(world, &Bounds::DEFAULT);
             match tree.as_mut() {
                 None => tree = Some(part),
                 Some(t) => {
                     t.merge(part);
-                    t.bound(world);
+                    t.bound(world, &Bounds::DEFAULT);
                 }
             }
         }

@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::aggregate::Aggregate;
+use crate::bounded::Bounds;
 use crate::eager_limit::{eager_limit, EagerLimit, RendezvousSource, Thresholds};
 use crate::exact_sum::Fx;
 use crate::tmax_eval::{count_lookup, evaluate, site_eval, Lookups, TmaxLookup};
@@ -73,6 +74,10 @@ pub struct JobAggregate {
     /// laid out over (`crate::bounded`).
     #[serde(default)]
     world: u32,
+    /// How much per-rank detail this rank keeps when it bounds a merge:
+    /// its own setting, not sent (every rank of a job reads the same).
+    #[serde(skip)]
+    bounds: Bounds,
 }
 
 fn first_version() -> u64 {
@@ -111,6 +116,7 @@ impl JobAggregate {
                 mpi_t: rec.eager_limit.clone(),
             },
             world: rec.ranks,
+            bounds: Bounds::DEFAULT,
         }
     }
 
@@ -135,7 +141,7 @@ impl JobAggregate {
         }
         self.world = self.world.max(o.world);
         self.agg.merge(o.agg);
-        self.agg.bound(self.world);
+        self.agg.bound(self.world, &self.bounds);
     }
 
     /// A job's aggregate made whole elsewhere (the synthetic job logs of
@@ -147,7 +153,7 @@ impl JobAggregate {
         lowest_rank: u32,
         rdv: EagerLimit,
     ) -> JobAggregate {
-        agg.bound(world);
+        agg.bound(world, &Bounds::DEFAULT);
         JobAggregate {
             version: PAYLOAD_VERSION,
             agg,
@@ -158,7 +164,13 @@ impl JobAggregate {
                 mpi_t: None,
             },
             world,
+            bounds: Bounds::DEFAULT,
         }
+    }
+
+    /// Bounds the merges into this part by `b` rather than the default.
+    pub fn set_bounds(&mut self, b: Bounds) {
+        self.bounds = b;
     }
 
     /// The ranks of the job.

@@ -57,7 +57,7 @@ pub mod tree;
 pub mod wait_state;
 
 pub use aggregate::Aggregate;
-pub use bounded::{RegionSpread, Spread, WaitDropped, BOUND_ROWS};
+pub use bounded::{Bounds, RegionSpread, Spread, WaitDropped, BOUND_ROWS};
 pub use display_bins::{dist_edge, dist_index_of_edge, DIST_BINS};
 pub use eager_limit::{
     eager_limit, EagerLimit, RendezvousSource, Thresholds, DEFAULT_RENDEZVOUS_BYTES,

@@ -30,6 +30,8 @@ pub enum Var {
     Format,
     /// Ranks above which `auto` writes the job log ([`LOG_ABOVE`]).
     LogAbove,
+    /// Rows the job log keeps whole per site and region ([`LOG_ROWS`]).
+    LogRows,
     /// Python call sites ([`parse_on_off`]).
     PySites,
     /// Diagnostics ([`Debug`]).
@@ -45,7 +47,7 @@ pub enum Var {
 }
 
 impl Var {
-    pub const ALL: [Var; 14] = [
+    pub const ALL: [Var; 15] = [
         Var::Out,
         Var::Depth,
         Var::MaxKeys,
@@ -54,6 +56,7 @@ impl Var {
         Var::Quiet,
         Var::Format,
         Var::LogAbove,
+        Var::LogRows,
         Var::PySites,
         Var::Debug,
         Var::Lib,
@@ -73,6 +76,7 @@ impl Var {
             Var::Quiet => "MPIOVER_QUIET",
             Var::Format => "MPIOVER_FORMAT",
             Var::LogAbove => "MPIOVER_LOG_ABOVE",
+            Var::LogRows => "MPIOVER_LOG_ROWS",
             Var::PySites => "MPIOVER_PY_SITES",
             Var::Debug => "MPIOVER_DEBUG",
             Var::Lib => "MPIOVER_LIB",
@@ -206,6 +210,18 @@ pub const LOG_ABOVE: Bounded = Bounded {
     min: 0,
     max: u32::MAX as u64,
     default: 1024,
+};
+
+/// `MPIOVER_LOG_ROWS`: rows of a site or region that the job log keeps
+/// whole; above, it keeps the rows that rank first by each criterion and a
+/// sample, a sixteenth and an eighth of this (`docs/log-format.md`,
+/// "Bounded per-rank detail"). Lowered, a job of a few dozen ranks is
+/// bounded as one of thousands is: for checking the estimates.
+pub const LOG_ROWS: Bounded = Bounded {
+    var: Var::LogRows,
+    min: 1,
+    max: u32::MAX as u64,
+    default: 512,
 };
 
 /// `MPIOVER_TIMER`: the duration timer of the interposer and the calibrator

@@ -15,7 +15,7 @@
 use std::os::raw::{c_int, c_void};
 use std::path::Path;
 
-use mpiover_aggregate::JobAggregate;
+use mpiover_aggregate::{Bounds, JobAggregate};
 use mpiover_common::joblog::{LogHeader, LogWriter, LOG_FILE_NAME, MERGED_LOG_SCHEMA};
 use mpiover_common::record::Record;
 use mpiover_mpisys::consts;
@@ -67,7 +67,9 @@ pub fn into_job_log(
     let outcome = match agreed {
         Err(e) => Err(e),
         Ok(_) => {
-            let part = JobAggregate::of_record_in_job(rec, crate::overhead::rendezvous_bytes());
+            let mut part = JobAggregate::of_record_in_job(rec, crate::overhead::rendezvous_bytes());
+            let rows = usize::try_from(crate::opt::get().log_rows).unwrap_or(usize::MAX);
+            part.set_bounds(Bounds::with_rows(rows));
             if me == 0 {
                 root(&comm, p, dir, info, part, rec, t0, &mut encoded)
             } else {

@@ -32,6 +32,8 @@ pub struct Opts {
     pub format: Format,
     /// `MPIOVER_LOG_ABOVE`: ranks above which `auto` writes the job log.
     pub log_above: u64,
+    /// `MPIOVER_LOG_ROWS`: rows per site and region the job log keeps whole.
+    pub log_rows: u64,
     /// Python sites (`MPIOVER_PY_SITES`, on unless `off`).
     pub py_sites: bool,
     /// What was wrong with the variables, in words (reported by the caller).
@@ -55,6 +57,7 @@ impl Default for Opts {
             py_unsupported: false,
             format: Format::default(),
             log_above: settings::LOG_ABOVE.default,
+            log_rows: settings::LOG_ROWS.default,
             py_sites: true,
             problems: Vec::new(),
         }
@@ -106,6 +109,8 @@ impl Opts {
         o.format = or_default(p, Format::parse(get(Var::Format).as_deref()), d.format);
         let above = settings::LOG_ABOVE.parse(get(Var::LogAbove).as_deref());
         o.log_above = or_default(p, above, d.log_above);
+        let rows = settings::LOG_ROWS.parse(get(Var::LogRows).as_deref());
+        o.log_rows = or_default(p, rows, d.log_rows);
         let py_sites = settings::parse_on_off(Var::PySites, get(Var::PySites).as_deref());
         o.py_sites = or_default(p, py_sites, d.py_sites);
         o.out = get(Var::Out)

@@ -466,6 +466,32 @@ pub struct Methods {
     /// What the verdicts were checked against besides tmax.
     #[serde(default)]
     pub stability: Stability,
+    /// The sites and regions of a merged job log whose per-rank detail is
+    /// bounded (more ranks than the log keeps rows for), whose medians and
+    /// what derives from them are estimates; absent when every figure is
+    /// exact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounded_detail: Option<BoundedDetail>,
+}
+
+/// See [`Methods::bounded_detail`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoundedDetail {
+    pub sites: u64,
+    pub regions: u64,
+}
+
+impl BoundedDetail {
+    /// The METHODS line, the same in every format.
+    pub fn describe(&self) -> String {
+        format!(
+            "the job log keeps the rows of some ranks only at {} sites and {} regions (more ranks \
+             than its MPIOVER_LOG_ROWS): their per-rank medians, late ranks by arrival, root \
+             causes and figures at the widened tmax are estimates, each within the bound \
+             docs/report-format.md states; every sum, minimum, maximum and ranking is exact",
+            self.sites, self.regions
+        )
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -3,7 +3,10 @@
 //! every exact figure equal, every estimate within its stated bound.
 
 use mpiover_aggregate::SKETCH_ALPHA;
-use serde_json::Value;
+
+// The same check as the end-to-end test's on a real job.
+#[path = "../../../tests/tests/e2e/estimates.rs"]
+mod estimates;
 
 use super::*;
 use crate::synth;
@@ -37,91 +40,6 @@ fn merged_up_the_tree(records: &[Record]) -> JobAggregate {
     JobAggregate::decode(&parts[0].take().unwrap().encode().unwrap()).unwrap()
 }
 
-/// `est` is within the sketches' relative error of `exact`.
-fn within(est: &Value, exact: &Value, what: &str) {
-    let (e, x) = (est.as_f64().unwrap(), exact.as_f64().unwrap());
-    assert!(
-        (e - x).abs() <= SKETCH_ALPHA * x.abs() + 1e-12,
-        "{what}: estimate {e}, exact {x}"
-    );
-}
-
-/// Checks the estimates of `bounded` against `exact` and replaces them
-/// with the exact values, so that what is left must be equal.
-fn take_estimates(bounded: &mut Value, exact: &Value) {
-    let sites = bounded["sites"].as_array_mut().unwrap();
-    for (i, s) in sites.iter_mut().enumerate() {
-        let x = &exact["sites"][i];
-        for f in ["time_median_s", "overhead_median_s"] {
-            within(&s["per_rank"][f], &x["per_rank"][f], f);
-            s["per_rank"][f] = x["per_rank"][f].clone();
-        }
-        // Late ranks by arrival: each one's lateness is the reference
-        // time per call (the upper quartile, from the sketch) minus its
-        // own, times its calls; a late rank is late by at least 2.5 % of
-        // the reference, so the sketch's error is at most 40 alpha of it.
-        if s["late_basis"] == "arrival" {
-            assert_eq!(s["late_ranks"], x["late_ranks"], "late ranks");
-            for (e, t) in s["late_ranks_s"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .zip(x["late_ranks_s"].as_array().unwrap())
-            {
-                let (e, t) = (e.as_f64().unwrap(), t.as_f64().unwrap());
-                assert!(
-                    (e - t).abs() <= 40.0 * SKETCH_ALPHA * t,
-                    "lateness {e} vs {t}"
-                );
-            }
-            s["late_ranks_s"] = x["late_ranks_s"].clone();
-        }
-        // The figures at the widened tmax are scaled from the keys'
-        // histograms of a sample of the ranks, which the bounded log and the
-        // records keep for different ranks: an estimate (seen 4 % apart).
-        if !s["margin"].is_null() {
-            let (m, t) = (&s["margin"], &x["margin"]);
-            assert_eq!(m["factor"], t["factor"], "margin factor");
-            let close = |f: &str, tol: f64| {
-                let (a, b) = (m[f].as_f64().unwrap(), t[f].as_f64().unwrap());
-                assert!(
-                    (a - b).abs() <= tol * b.abs().max(1e-12),
-                    "margin {f}: {a} vs {b}"
-                );
-            };
-            close("overhead_s", 0.10);
-            close("calls_over_tmax", 0.01);
-            s["margin"] = t.clone();
-        }
-        // Root causes compare the late rank's regions with a sample of
-        // the waiting ranks: an estimate, as the method says.
-        for f in ["root_causes", "root_causes_share"] {
-            s[f] = x[f].clone();
-        }
-    }
-    let Some(regions) = bounded["regions"].as_array_mut() else {
-        return;
-    };
-    for g in regions.iter_mut() {
-        let x = exact["regions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["region"] == g["region"])
-            .expect("the same regions");
-        within(&g["median_s"], &x["median_s"], "region median");
-        // imbalance = max - median: the median's error, absolute.
-        let tol = SKETCH_ALPHA * x["median_s"].as_f64().unwrap();
-        let d = g["imbalance_s"].as_f64().unwrap() - x["imbalance_s"].as_f64().unwrap();
-        assert!(d.abs() <= tol + 1e-12, "imbalance off by {d}");
-        g["median_s"] = x["median_s"].clone();
-        g["imbalance_s"] = x["imbalance_s"].clone();
-    }
-    // Regions are ordered by their (estimated) imbalance: compare as sets.
-    let key = |g: &Value| g["region"].to_string();
-    regions.sort_by_key(key);
-}
-
 /// 4,096 ranks of the scale benchmark's ring, 20 sites each: the rows of
 /// every site and region are bounded in the log (4,096 > BOUND_ROWS).
 #[test]
@@ -137,38 +55,12 @@ fn a_bounded_log_of_4096_ranks_reports_its_records_exact_figures() {
     assert!(kept <= mpiover_aggregate::BOUND_ROWS, "{kept} rows kept");
     let bounded = assemble::finish(agg, summary_of(&records), "run", None, &opts, rdv);
     let mut b = serde_json::to_value(&bounded).unwrap();
-    let mut x = serde_json::to_value(&direct).unwrap();
-    take_estimates(&mut b, &x);
-    let key = |g: &Value| g["region"].to_string();
-    if let Some(r) = x["regions"].as_array_mut() {
-        r.sort_by_key(key);
-    }
-    for part in [
-        "run",
-        "summary",
-        "ranks",
-        "wait_matrix",
-        "methods",
-        "warnings",
-    ] {
-        assert_eq!(b[part], x[part], "{part}");
-    }
-    for (i, (s, t)) in b["sites"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .zip(x["sites"].as_array().unwrap())
-        .enumerate()
-    {
-        // Field by field (a field copied over as null may be absent there).
-        let keys = s
-            .as_object()
-            .unwrap()
-            .keys()
-            .chain(t.as_object().unwrap().keys());
-        for k in keys {
-            assert_eq!(s[k], t[k], "site {i}: {k}");
-        }
-    }
-    assert_eq!(b["regions"], x["regions"]);
+    let x = serde_json::to_value(&direct).unwrap();
+    estimates::take_estimates(
+        &mut b,
+        &x,
+        SKETCH_ALPHA,
+        mpiover_aggregate::Bounds::DEFAULT.keep,
+    );
+    estimates::assert_the_rest_equal(b, x);
 }

@@ -28,6 +28,7 @@ pub(crate) fn late_by_arrival(
     if cand.len() < 2 {
         return Vec::new();
     }
+    let kept = spread.map(|s| s.keep);
     let mut per_call: Vec<f64> = cand.iter().map(|c| c.1).collect();
     per_call.sort_by(f64::total_cmp);
     let mut reference = per_call[(per_call.len() * 3 / 4).min(per_call.len() - 1)];
@@ -51,6 +52,12 @@ pub(crate) fn late_by_arrival(
         .map(|(r, m)| (r.rank, (reference - m) * r.calls as f64))
         .collect();
     late.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    // A bounded site kept the rows of the `keep` smallest times per call
+    // (and a sample): the latest that many are certain, a later one of the
+    // sample is not the next latest.
+    if let Some(keep) = kept {
+        late.truncate(keep as usize);
+    }
     late
 }
 

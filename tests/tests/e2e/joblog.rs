@@ -18,6 +18,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::estimates;
 use crate::harness::*;
 
 const NP: u32 = 32;
@@ -141,6 +142,56 @@ fn joblog_of_32_ranks_is_one_file_and_reports_like_the_per_rank_records() {
         .sum();
     eprintln!("e2e: joblog: {NP} ranks, log {log} bytes, per-rank JSON {json} bytes");
     assert!(log * 2 < json, "log {log} bytes vs JSON {json}");
+}
+
+/// The sketches' relative error (docs/log-format.md: a quantile read from
+/// one is within 0.5 % of the true one).
+const SKETCH_ALPHA: f64 = 0.005;
+
+/// 32 ranks whose log keeps 8 rows per site and region whole
+/// (`MPIOVER_LOG_ROWS=8`): bounded as a job of thousands is. A point-to-point
+/// program (16 receivers, 16 late senders) and a collective one (31 ranks
+/// waiting for the last): the report of the log equals the report of the
+/// per-rank records in every exact figure, and each estimate is within the
+/// bound docs/report-format.md states.
+#[test]
+fn joblog_of_32_ranks_bounded_keeps_exact_figures_and_estimates_within_bounds() {
+    let programs: [(&str, &[&str]); 2] = [
+        ("late_sender", &["3", "5"]),
+        ("root_cause", &["imbalance", "4", "20", "2"]),
+    ];
+    for (program, args) in programs {
+        let dir = scratch(&format!("joblog_bounded_{program}"));
+        let both = dir.join("both");
+        let out = Job::new(NP, program, args, &dir)
+            .profiled(&both)
+            .env("MPIOVER_FORMAT", "both")
+            .env("MPIOVER_LOG_ROWS", "8")
+            // Online: the per-rank figures of a log keep the tmax recorded.
+            .env(
+                "MPIOVER_PROFILE",
+                calibrated_profile().display().to_string(),
+            )
+            .run();
+        out.assert_success();
+        let (log_only, files_only) = split_both(&both, &dir);
+        let (a, b) = (report(&log_only), report(&files_only));
+        assert_eq!((a.0, b.0), (Some(0), Some(0)), "{}\n{}", a.2, b.2);
+        let (mut bounded, exact): (Value, Value) = (
+            serde_json::from_str(&a.1).expect("JSON"),
+            serde_json::from_str(&b.1).expect("JSON"),
+        );
+        assert!(
+            exact["sites"].as_array().is_some_and(|s| s
+                .iter()
+                .any(|s| s["significant"] == true && s["per_rank"]["ranks"].as_u64() > Some(8))),
+            "{program}: no significant site over more ranks than the log keeps rows for"
+        );
+        // MPIOVER_LOG_ROWS=8 keeps 4 rows per criterion (a sixteenth, at
+        // least 4: docs/log-format.md).
+        estimates::take_estimates(&mut bounded, &exact, SKETCH_ALPHA, 4);
+        estimates::assert_the_rest_equal(without_dir(bounded), without_dir(exact));
+    }
 }
 
 #[test]

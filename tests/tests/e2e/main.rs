@@ -17,6 +17,7 @@ mod cross_host;
 mod cross_host_calibration;
 mod cxx;
 mod diff;
+mod estimates;
 mod exports;
 mod fake_cluster;
 mod foreign;

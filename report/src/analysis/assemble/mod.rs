@@ -99,6 +99,11 @@ pub(crate) fn finish(
         .flatten();
     warnings.extend(level.as_ref().and_then(super::level::warning));
 
+    let bounded_detail = {
+        let sites = agg.sites.values().filter(|s| s.spread.is_some()).count() as u64;
+        let regions = agg.regions.values().filter(|g| g.spread.is_some()).count() as u64;
+        (sites + regions > 0).then_some(crate::model::BoundedDetail { sites, regions })
+    };
     let mut built: Vec<Built> = agg
         .sites
         .drain()
@@ -172,6 +177,7 @@ pub(crate) fn finish(
                 },
                 level,
             },
+            bounded_detail,
         },
         warnings,
         detail,

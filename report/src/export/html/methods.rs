@@ -113,6 +113,9 @@ pub(crate) fn methods(o: &mut String, c: &Ctx) {
         "Call sites",
         &[format!("caller depth {} (MPIOVER_DEPTH)", m.depth)],
     );
+    if let Some(b) = &m.bounded_detail {
+        item("Per rank", &[b.describe()]);
+    }
     if !c.r.regions.is_empty() {
         item("Root causes", &[crate::export::prose::root_cause_rule()]);
     }

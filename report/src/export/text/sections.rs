@@ -512,6 +512,9 @@ pub(super) fn methods(o: &mut String, c: &Ctx) {
         );
     }
     let _ = writeln!(o, "  Call sites   caller depth {} (MPIOVER_DEPTH)", m.depth);
+    if let Some(b) = &m.bounded_detail {
+        let _ = writeln!(o, "  Per rank     {}", b.describe());
+    }
     methods_line(o, c);
 
     if !r.warnings.is_empty() {

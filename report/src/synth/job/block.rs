@@ -97,6 +97,12 @@ pub(super) fn block(job: &Job, lo: u32, hi: u32) -> Aggregate {
                 agg.keys.insert(id, k);
             }
         }
+        // What the site's requests were posted at, once per site rather
+        // than per rank (every rank's calls complete the same post).
+        if let Some(at) = &m.posted_at {
+            acc.completes.insert("MPI_Irecv".into());
+            acc.posted_at.insert(at.clone(), acc.calls);
+        }
         agg.sites.insert(m.key.clone(), acc);
         add_region(&mut agg, job, s, lo, hi);
     }
@@ -139,15 +145,6 @@ fn site_row(
     acc.states.entry(state).or_default().add(overhead);
     if let Some(d) = acc.dist.get_mut(dist_bin(per_call)) {
         *d += c.calls;
-    }
-    if let Some(at) = &m.posted_at {
-        acc.completes.insert("MPI_Irecv".into());
-        match acc.posted_at.get_mut(at) {
-            Some(n) => *n += c.calls,
-            None => {
-                acc.posted_at.insert(at.clone(), c.calls);
-            }
-        }
     }
     let peer = match m.kind {
         Kind::FromLeft => Some(job.left(rank)),
