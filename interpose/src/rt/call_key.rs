@@ -133,7 +133,7 @@ impl KeyStats {
         let resolved = if key.fid == FID_OTHER {
             None
         } else {
-            let completes = if key.completes < MIXED_FN {
+            let completes = if key.completes != NONE_FN {
                 FN_NAMES.get(key.completes as usize).copied()
             } else {
                 None

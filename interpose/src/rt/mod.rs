@@ -56,8 +56,8 @@ pub use regions::{RegionKey, RegionStart, RegionStats};
 pub use site::{add_binding, set_depth, site_of, site_way, unwound_site, WAY_PYTHON};
 pub use state::{
     cnt, comm_freed, in_place, resume, type_freed, Role, ToCount, COMM_EPOCH, DEPTH, ENABLED,
-    FID_OTHER, MAX_KEYS, MIXED_FN, NONE_FN, NONE_PEER, PAUSES, PAUSE_STEP, RESET_STEP, SELF_HI,
-    SELF_LO, STATE, TYPE_EPOCH, WORLD_RANK, WORLD_SIZE,
+    FID_OTHER, MAX_KEYS, NONE_FN, NONE_PEER, PAUSES, PAUSE_STEP, RESET_STEP, SELF_HI, SELF_LO,
+    STATE, TYPE_EPOCH, WORLD_RANK, WORLD_SIZE,
 };
 pub(crate) use state::{THREADS, WORLD_GROUP};
 pub use table::{Stats, Table};

@@ -52,8 +52,9 @@ pub(crate) static WORLD_GROUP: AtomicUsize = AtomicUsize::new(0);
 pub(crate) static THREADS: AtomicPtr<ThreadState> = AtomicPtr::new(null_mut());
 
 pub const NONE_PEER: i32 = i32::MIN;
+/// No function: a key's `completes` when it completed nothing, or requests
+/// posted by different calls or sites.
 pub const NONE_FN: u16 = u16::MAX;
-pub const MIXED_FN: u16 = u16::MAX - 1;
 /// Function id of the fold-everything entry.
 pub const FID_OTHER: u16 = NFUNCS as u16;
 /// This rank's role in a rooted collective (one byte of a key).
