@@ -26,10 +26,17 @@
 # 10-30 ms long, longer than a scheduler time slice, and on a loaded machine
 # those tests alone blew up (see bench/README.md).
 #
-# The exit status is 1 when a local test adds more than MAX_ADDED_NS (default
-# 40) in its run, without or with a profile (the in-run medians: each the
-# same process's MPI_ against PMPI_ batches). The PMPI_ columns say how fast
-# the machine was at the time: read a failure against them.
+# The judged figure is libmpiover's own: its in-run added ns less the
+# floor's (below) in the same invocation of the script, the modes alternated,
+# so that what any per-call timer costs on the machine at the time is not
+# charged to the interposer (columns own_inrun, own_prof_inrun). The exit
+# status is 1 when a local test's own ns exceed MAX_OWN_NS (default 20: the
+# 40 ns target of the whole wrapper less the 16-24 ns the floor took on the
+# VM's quiet days), without or with a profile. Beside them the machine's
+# level: the header's ns per TSC read and PMPI_ MPI_Iprobe, and per test
+# the PMPI_ ns of the call itself (pmpi_ns): own ns move with the level
+# like the MPI library's own code (bench/README.md), the instructions of
+# bench/wrapper_instructions.sh do not.
 #
 # A third mode ("prof") preloads with MPIOVER_PROFILE naming a small profile
 # that has a tmax for every benchmarked key, so that each call also adds
@@ -66,7 +73,7 @@ fi
 export OMPI_MCA_rmaps_base_oversubscribe=1
 export MPIOVER_OUT="$tmp/run" MPIOVER_QUIET=1
 export WRAPPER_COST_BATCH_US=${WRAPPER_COST_BATCH_US:-500}
-MAX_ADDED_NS=${MAX_ADDED_NS:-40}
+MAX_OWN_NS=${MAX_OWN_NS:-20}
 
 # A profile with a tmax for every key the benchmark makes (p = 1 and 2).
 prof="$tmp/profile.json"
@@ -116,8 +123,8 @@ echo "# libmpiover wrapper cost: $(grep -m1 'model name' /proc/cpuinfo | cut -d:
 echo "# $(mpirun --version 2>/dev/null | head -1); $RUNS runs x $REPS repetitions; medians, ns per call"
 echo "# batches of about $WRAPPER_COST_BATCH_US us; load average before: $load0; PMPI_ ns per call in run (the machine's level): $(awk '$1 == "off" && $2 == "iprobe_self" { print $4 }' "$tmp/data" | med) for iprobe_self"
 echo "# one read of the TSC, the interposer's clock: $(awk '$2 == "clock_read" { print $3 }' "$tmp/data" | med) ns (a wrapped call reads it twice)"
-printf '%-16s %11s %11s %11s %11s %11s %11s %11s %11s\n' test without_ns with_ns \
-    with_prof_ns added added_prof added_inrun added_prof_inrun floor_inrun
+printf '%-16s %11s %11s %11s %11s %11s %11s %11s %11s %11s %11s %11s\n' test without_ns with_ns \
+    with_prof_ns added added_prof added_inrun added_prof_inrun floor_inrun own_inrun own_prof_inrun pmpi_ns
 over=""
 for t in iprobe_self allreduce_self sendrecv_self requests_self test_poll pingpong_0B allreduce_1int; do
     off=$(awk -v t="$t" '$1 == "off" && $2 == t { print $3 }' "$tmp/data" | med)
@@ -126,16 +133,17 @@ for t in iprobe_self allreduce_self sendrecv_self requests_self test_poll pingpo
     inrun=$(awk -v t="$t" '$1 == "on" && $2 == t { print $5 }' "$tmp/data" | med)
     prin=$(awk -v t="$t" '$1 == "prof" && $2 == t { print $5 }' "$tmp/data" | med)
     flin=$(awk -v t="$t" '$1 == "floor" && $2 == t { print $5 }' "$tmp/data" | med)
-    awk -v t="$t" -v a="$off" -v b="$on" -v p="$pr" -v c="$inrun" -v d="$prin" -v e="$flin" \
-        'BEGIN { printf "%-16s %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f\n", t, a, b, p, b - a, p - a, c, d, e }'
+    pmpi=$(awk -v t="$t" '$2 == t { print $4 }' "$tmp/data" | med)
+    awk -v t="$t" -v a="$off" -v b="$on" -v p="$pr" -v c="$inrun" -v d="$prin" -v e="$flin" -v q="$pmpi" \
+        'BEGIN { printf "%-16s %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f\n", t, a, b, p, b - a, p - a, c, d, e, c - e, d - e, q }'
     case $t in
     pingpong_0B | allreduce_1int) ;;
-    *) if awk -v c="$inrun" -v d="$prin" -v m="$MAX_ADDED_NS" 'BEGIN { exit !(c > m || d > m) }'; then
+    *) if awk -v c="$inrun" -v d="$prin" -v e="$flin" -v m="$MAX_OWN_NS" 'BEGIN { exit !(c - e > m || d - e > m) }'; then
         over="$over $t"
     fi ;;
     esac
 done
 if [ -n "$over" ]; then
-    echo "wrapper_cost: more than $MAX_ADDED_NS ns added in run (without or with a profile):$over" >&2
+    echo "wrapper_cost: libmpiover's own ns (added in run less the floor's) over $MAX_OWN_NS, without or with a profile:$over" >&2
     exit 1
 fi

@@ -29,15 +29,13 @@ const SUB: u64 = 1 << SUB_BITS;
 pub const MAX_INDEX: usize = (SUB as usize) * (64 - SUB_BITS as usize + 1);
 
 /// Bucket index of a raw value. Pure integer arithmetic: safe on the hot path.
+/// Without a branch: `128 * (e + 1) + (m - 128)` is `128 * e + m`, and with
+/// `e` floored at 0 the values below 256 come out as themselves (`m == v`).
 #[inline(always)]
 pub fn bucket_index(v: u64) -> usize {
-    if v < 2 * SUB {
-        return v as usize;
-    }
-    let msb = 63 - v.leading_zeros();
-    let e = msb - SUB_BITS;
-    let m = v >> e;
-    (SUB as usize) * (e as usize + 1) + (m - SUB) as usize
+    let msb = 63 - (v | 1).leading_zeros();
+    let e = msb.saturating_sub(SUB_BITS);
+    ((v >> e) + ((e as u64) << SUB_BITS)) as usize
 }
 
 /// `[lower, upper)` bounds of a bucket, in raw units.
@@ -204,6 +202,26 @@ impl Histogram {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The layout of the module's docs, written out with its branch.
+    fn index_as_documented(v: u64) -> usize {
+        if v < 2 * SUB {
+            return v as usize;
+        }
+        let e = 63 - v.leading_zeros() - SUB_BITS;
+        (SUB as usize) * (e as usize + 1) + ((v >> e) - SUB) as usize
+    }
+
+    #[test]
+    fn the_branch_free_index_is_the_documented_layout() {
+        for v in (0..100_000u64).chain((0..64).flat_map(|b| {
+            let p = 1u64 << b;
+            [p - 1, p, p + 1, p | (p >> 1), p.wrapping_mul(3) / 2]
+        })) {
+            assert_eq!(bucket_index(v), index_as_documented(v), "{v}");
+        }
+        assert_eq!(bucket_index(u64::MAX), index_as_documented(u64::MAX));
+    }
 
     #[test]
     fn small_values_are_exact() {

@@ -13,7 +13,7 @@ use super::*;
 pub(crate) fn gen_event(name: &str, f: &Func, e: &Function) -> String {
     let Parts {
         pre, post, after, ..
-    } = event_parts(name, f, e);
+    } = event_parts(&mut Gen::default(), name, f, e);
     let Signature { args, ret, call } = signature(f);
     let (func, pfunc) = (ident(name), ident(&format!("P{name}")));
     let base_fid = ident(&format!("FID_{}", e.name));

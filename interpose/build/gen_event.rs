@@ -19,8 +19,8 @@ pub(crate) fn fname(f: &Func, c: &str) -> Ident {
 
 /// The C parameter of role `k` named by the spec (see [`param`]), as an
 /// identifier.
-fn arg(name: &str, f: &Func, names: &str, k: Kind) -> Ident {
-    ident(&param(name, f, names, k))
+fn arg(g: &mut Gen, name: &str, f: &Func, names: &str, k: Kind) -> Ident {
+    ident(&param(g, name, f, names, k))
 }
 
 pub(crate) fn len_expr(l: Len) -> TokenStream {
@@ -42,30 +42,39 @@ pub(crate) fn uses_deg(s: &Option<Side>) -> bool {
     )
 }
 
-pub(crate) fn side_bytes(name: &str, f: &Func, s: &Side) -> TokenStream {
+pub(crate) fn side_bytes(g: &mut Gen, name: &str, f: &Func, s: &Side) -> TokenStream {
     match (s.count, s.dtype) {
         (Count::One(c), Dtype::One(d)) => {
-            let (c, d) = (arg(name, f, c, Kind::Count), arg(name, f, d, Kind::Dtype));
+            let (c, d) = (
+                arg(g, name, f, c, Kind::Count),
+                arg(g, name, f, d, Kind::Dtype),
+            );
             quote! { __g.bytes(crate::rt::cnt(#c), #d) }
         }
         (Count::Blocks(c, l), Dtype::One(d)) => {
-            let (c, d) = (arg(name, f, c, Kind::Count), arg(name, f, d, Kind::Dtype));
+            let (c, d) = (
+                arg(g, name, f, c, Kind::Count),
+                arg(g, name, f, d, Kind::Dtype),
+            );
             let l = len_expr(l);
             quote! { __g.bytes(crate::rt::cnt(#c).saturating_mul(#l as u64), #d) }
         }
         (Count::Sum(a, l), Dtype::One(d)) => {
-            let (a, d) = (arg(name, f, a, Kind::Counts), arg(name, f, d, Kind::Dtype));
+            let (a, d) = (
+                arg(g, name, f, a, Kind::Counts),
+                arg(g, name, f, d, Kind::Dtype),
+            );
             let l = len_expr(l);
             quote! { __g.bytes(crate::rt::sum_counts(#a, #l), #d) }
         }
         (Count::Sum(a, l), Dtype::PerBlock(t)) => {
-            let a = arg(name, f, a, Kind::Counts);
-            let t = param(name, f, t, Kind::Dtypes);
+            let a = arg(g, name, f, a, Kind::Counts);
+            let t = param(g, name, f, t, Kind::Dtypes);
             let l = len_expr(l);
-            if fortran() {
+            if g.fortran {
                 // The Fortran datatype array, converted one by one.
                 let ft = fname(f, &t);
-                USED.with(|u| u.borrow_mut().remove(&t));
+                g.used.remove(&t);
                 quote! { __g.wbytes_f(#a, #ft, #l) }
             } else {
                 let t = ident(&t);
@@ -73,17 +82,20 @@ pub(crate) fn side_bytes(name: &str, f: &Func, s: &Side) -> TokenStream {
             }
         }
         (Count::Mine(a), Dtype::One(d)) => {
-            let (a, d) = (arg(name, f, a, Kind::Counts), arg(name, f, d, Kind::Dtype));
+            let (a, d) = (
+                arg(g, name, f, a, Kind::Counts),
+                arg(g, name, f, d, Kind::Dtype),
+            );
             quote! { __g.bytes(crate::rt::nth_count(#a, __ci.rank, __ci.size), #d) }
         }
         (c, d) => panic!("spec error: {name}: count {c:?} cannot go with datatype {d:?}"),
     }
 }
 
-pub(crate) fn side_cond(name: &str, f: &Func, s: &Side, rooted: bool) -> TokenStream {
+pub(crate) fn side_cond(g: &mut Gen, name: &str, f: &Func, s: &Side, rooted: bool) -> TokenStream {
     let mut c = vec![quote! { true }];
     if !s.buf.is_empty() {
-        let b = arg(name, f, s.buf, Kind::Buf);
+        let b = arg(g, name, f, s.buf, Kind::Buf);
         c.push(quote! { !crate::rt::in_place(#b as *const core::ffi::c_void) });
     }
     match (s.at, rooted) {
@@ -113,7 +125,7 @@ pub(crate) struct Parts {
     pub(crate) special: BTreeSet<String>,
 }
 
-pub(crate) fn event_parts(name: &str, f: &Func, e: &Function) -> Parts {
+pub(crate) fn event_parts(g: &mut Gen, name: &str, f: &Func, e: &Function) -> Parts {
     let r = &e.roles;
     let mut p = Parts {
         pre: TokenStream::new(),
@@ -122,10 +134,10 @@ pub(crate) fn event_parts(name: &str, f: &Func, e: &Function) -> Parts {
         views: TokenStream::new(),
         special: BTreeSet::new(),
     };
-    let status = r.status.map(|s| param(name, f, s, Kind::Status));
+    let status = r.status.map(|s| param(g, name, f, s, Kind::Status));
     if let Some(s) = &status {
         let si = ident(s);
-        if fortran() {
+        if g.fortran {
             let fs = fname(f, s);
             p.pre.extend(quote! {
                 let mut __fst = crate::fort::FStatus::new(); let #fs = __fst.or(#fs);
@@ -141,11 +153,11 @@ pub(crate) fn event_parts(name: &str, f: &Func, e: &Function) -> Parts {
         }
     }
     p.post
-        .extend(match r.flag.map(|s| arg(name, f, s, Kind::Flag)) {
+        .extend(match r.flag.map(|s| arg(g, name, f, s, Kind::Flag)) {
             Some(fl) => quote! { let __ok = !#fl.is_null() && *#fl != 0; },
             None => quote! { let __ok = true; },
         });
-    let comm = r.comm.map(|c| arg(name, f, c, Kind::Comm));
+    let comm = r.comm.map(|c| arg(g, name, f, c, Kind::Comm));
     if let Some(c) = &comm {
         p.post
             .extend(quote! { let __ci = __g.comm(#c); __ev.p = __ci.size; });
@@ -163,15 +175,16 @@ pub(crate) fn event_parts(name: &str, f: &Func, e: &Function) -> Parts {
     }
     let rooted = r.root.is_some();
     if let Some(root) = r.root {
-        let root = arg(name, f, root, Kind::Rank);
+        let root = arg(g, name, f, root, Kind::Rank);
         p.post.extend(quote! {
             let __role = __g.role(&__ci, #root); __ev.role = __role;
             let __active = !(__ci.inter && #root == mpiover_mpisys::consts::proc_null());
         });
     }
     let status_ident = status.as_deref().map(ident);
-    sides(name, f, r, rooted, status_ident.as_ref(), &mut p.post);
+    sides(g, name, f, r, rooted, status_ident.as_ref(), &mut p.post);
     peer(
+        g,
         name,
         f,
         r,
@@ -180,10 +193,10 @@ pub(crate) fn event_parts(name: &str, f: &Func, e: &Function) -> Parts {
         &mut p.post,
     );
     if let Some(rq) = r.requests {
-        requests(name, f, rq, status.as_deref(), &mut p);
+        requests(g, name, f, rq, status.as_deref(), &mut p);
     }
     if let Some(rq) = r.request {
-        let q = arg(name, f, rq, Kind::Request);
+        let q = arg(g, name, f, rq, Kind::Request);
         let cb = match &comm {
             Some(c) => quote! { #c.bits() },
             None => quote! { 0 },
@@ -209,6 +222,7 @@ pub(crate) fn event_parts(name: &str, f: &Func, e: &Function) -> Parts {
 
 /// After the call: the bytes sent and received.
 fn sides(
+    g: &mut Gen,
     name: &str,
     f: &Func,
     r: &Roles,
@@ -216,12 +230,32 @@ fn sides(
     status: Option<&Ident>,
     post: &mut TokenStream,
 ) {
+    if let (Some(s), Some(v), false) = (&r.send, &r.recv, r.recv_from_status) {
+        let (sc, sb) = (side_cond(g, name, f, s, rooted), side_bytes(g, name, f, s));
+        let (vc, vb) = (side_cond(g, name, f, v, rooted), side_bytes(g, name, f, v));
+        if sb.to_string() == vb.to_string() {
+            // Both sides of the same count and datatype (`MPI_Allreduce`):
+            // their bytes found once, when either side counts (as often as
+            // the datatype would be looked up side by side: never for
+            // neither).
+            post.extend(quote! {
+                let __sc = #sc;
+                let __vc = #vc;
+                if __sc || __vc {
+                    let __b = #sb;
+                    if __sc { __ev.sent = __b; }
+                    if __vc { __ev.recvd = __b; }
+                }
+            });
+            return;
+        }
+    }
     if let Some(s) = &r.send {
-        let (cond, b) = (side_cond(name, f, s, rooted), side_bytes(name, f, s));
+        let (cond, b) = (side_cond(g, name, f, s, rooted), side_bytes(g, name, f, s));
         post.extend(quote! { if #cond { __ev.sent = #b; } });
     }
     if let Some(s) = &r.recv {
-        let (cond, b) = (side_cond(name, f, s, rooted), side_bytes(name, f, s));
+        let (cond, b) = (side_cond(g, name, f, s, rooted), side_bytes(g, name, f, s));
         if r.recv_from_status {
             let st = status
                 .unwrap_or_else(|| panic!("spec error: {name}: recv_from_status needs a status"));
@@ -239,6 +273,7 @@ fn sides(
 /// After the call: the peer, as a world rank (an `MPI_ANY_SOURCE` receive's
 /// from its status).
 fn peer(
+    g: &mut Gen,
     name: &str,
     f: &Func,
     r: &Roles,
@@ -250,7 +285,7 @@ fn peer(
     match r.peer {
         Peer::None => {}
         Peer::Dest(d) => {
-            let d = arg(name, f, d, Kind::Rank);
+            let d = arg(g, name, f, d, Kind::Rank);
             if !has_comm {
                 panic!("spec error: {name}: a peer needs a communicator");
             }
@@ -260,7 +295,7 @@ fn peer(
             });
         }
         Peer::Source(s) => {
-            let s = arg(name, f, s, Kind::Rank);
+            let s = arg(g, name, f, s, Kind::Rank);
             if !has_comm {
                 panic!("spec error: {name}: a peer needs a communicator");
             }
@@ -282,7 +317,7 @@ fn peer(
 
 /// The requests a completion or start touches: snapshot before the call,
 /// completion or start of each after it.
-fn requests(name: &str, f: &Func, rq: Requests, status: Option<&str>, p: &mut Parts) {
+fn requests(g: &mut Gen, name: &str, f: &Func, rq: Requests, status: Option<&str>, p: &mut Parts) {
     let st = match status {
         Some(s) => {
             let s = ident(s);
@@ -293,8 +328,8 @@ fn requests(name: &str, f: &Func, rq: Requests, status: Option<&str>, p: &mut Pa
     let undefined = quote! { mpiover_mpisys::consts::undefined() };
     match rq {
         Requests::One { request } => {
-            let q = param(name, f, request, Kind::Request);
-            snapshot_one(&mut p.pre, f, &q);
+            let q = param(g, name, f, request, Kind::Request);
+            snapshot_one(g, &mut p.pre, f, &q);
             p.post
                 .extend(quote! { if __ok { __g.complete(&mut __ev, __q, #st, __site); } });
         }
@@ -304,13 +339,13 @@ fn requests(name: &str, f: &Func, rq: Requests, status: Option<&str>, p: &mut Pa
             index,
         } => {
             let (c, q) = (
-                param(name, f, count, Kind::Count),
-                param(name, f, requests, Kind::Request),
+                param(g, name, f, count, Kind::Count),
+                param(g, name, f, requests, Kind::Request),
             );
-            let i = param(name, f, index, Kind::Flag);
-            snapshot_many(&mut p.pre, f, &c, &q);
+            let i = param(g, name, f, index, Kind::Flag);
+            snapshot_many(g, &mut p.pre, f, &c, &q);
             let ii = ident(&i);
-            if fortran() {
+            if g.fortran {
                 // Fortran indices count from 1 (checked against which
                 // request became MPI_REQUEST_NULL).
                 let (fi, fq) = (fname(f, &i), fname(f, &q));
@@ -331,12 +366,12 @@ fn requests(name: &str, f: &Func, rq: Requests, status: Option<&str>, p: &mut Pa
             statuses,
         } => {
             let (c, q) = (
-                param(name, f, count, Kind::Count),
-                param(name, f, requests, Kind::Request),
+                param(g, name, f, count, Kind::Count),
+                param(g, name, f, requests, Kind::Request),
             );
-            let s = param(name, f, statuses, Kind::Status);
-            snapshot_many(&mut p.pre, f, &c, &q);
-            statuses_views(p, f, &c, &s);
+            let s = param(g, name, f, statuses, Kind::Status);
+            snapshot_many(g, &mut p.pre, f, &c, &q);
+            statuses_views(g, p, f, &c, &s);
             let (c, s) = (ident(&c), ident(&s));
             p.post.extend(quote! {
                 if __ok {
@@ -355,18 +390,18 @@ fn requests(name: &str, f: &Func, rq: Requests, status: Option<&str>, p: &mut Pa
             statuses,
         } => {
             let (c, q) = (
-                param(name, f, count, Kind::Count),
-                param(name, f, requests, Kind::Request),
+                param(g, name, f, count, Kind::Count),
+                param(g, name, f, requests, Kind::Request),
             );
             let (o, ix) = (
-                param(name, f, outcount, Kind::Flag),
-                param(name, f, indices, Kind::Flag),
+                param(g, name, f, outcount, Kind::Flag),
+                param(g, name, f, indices, Kind::Flag),
             );
-            let s = param(name, f, statuses, Kind::Status);
-            snapshot_many(&mut p.pre, f, &c, &q);
-            statuses_views(p, f, &c, &s);
+            let s = param(g, name, f, statuses, Kind::Status);
+            snapshot_many(g, &mut p.pre, f, &c, &q);
+            statuses_views(g, p, f, &c, &s);
             let ixi = ident(&ix);
-            if fortran() {
+            if g.fortran {
                 // Fortran indices count from 1.
                 let (fix, fo, fq) = (fname(f, &ix), fname(f, &o), fname(f, &q));
                 p.views.extend(quote! {
@@ -386,16 +421,16 @@ fn requests(name: &str, f: &Func, rq: Requests, status: Option<&str>, p: &mut Pa
             });
         }
         Requests::Start { request } => {
-            let q = param(name, f, request, Kind::Request);
-            snapshot_one(&mut p.pre, f, &q);
+            let q = param(g, name, f, request, Kind::Request);
+            snapshot_one(g, &mut p.pre, f, &q);
             p.post.extend(quote! { __g.start(&mut __ev, __q, __site); });
         }
         Requests::StartAll { count, requests } => {
             let (c, q) = (
-                param(name, f, count, Kind::Count),
-                param(name, f, requests, Kind::Request),
+                param(g, name, f, count, Kind::Count),
+                param(g, name, f, requests, Kind::Request),
             );
-            snapshot_many(&mut p.pre, f, &c, &q);
+            snapshot_many(g, &mut p.pre, f, &c, &q);
             let c = ident(&c);
             p.post.extend(quote! {
                 for __k in 0..#c.max(0) { let __q = __g.snapped(__k); __g.start(&mut __ev, __q, __site); }
@@ -405,11 +440,11 @@ fn requests(name: &str, f: &Func, rq: Requests, status: Option<&str>, p: &mut Pa
 }
 
 /// Before the call: the request a completion or start touches, as C bits.
-pub(crate) fn snapshot_one(pre: &mut TokenStream, f: &Func, q: &str) {
-    if fortran() {
+pub(crate) fn snapshot_one(g: &mut Gen, pre: &mut TokenStream, f: &Func, q: &str) {
+    if g.fortran {
         let fq = fname(f, q);
         pre.extend(quote! { let __q = crate::fort::req_bits(#fq); });
-        USED.with(|u| u.borrow_mut().remove(q));
+        g.used.remove(q);
     } else {
         let q = ident(q);
         pre.extend(quote! { let __q = if #q.is_null() { 0 } else { (*#q).bits() }; });
@@ -417,11 +452,11 @@ pub(crate) fn snapshot_one(pre: &mut TokenStream, f: &Func, q: &str) {
 }
 
 /// Before the call: the `c` requests of the array `q`, as C bits.
-pub(crate) fn snapshot_many(pre: &mut TokenStream, f: &Func, c: &str, q: &str) {
-    if fortran() {
+pub(crate) fn snapshot_many(g: &mut Gen, pre: &mut TokenStream, f: &Func, c: &str, q: &str) {
+    if g.fortran {
         let (fc, fq) = (fname(f, c), fname(f, q));
         pre.extend(quote! { __g.snap_f(crate::fort::int(#fc), #fq); });
-        USED.with(|u| u.borrow_mut().remove(q));
+        g.used.remove(q);
     } else {
         let (c, q) = (ident(c), ident(q));
         pre.extend(quote! { __g.snap(#c, #q); });
@@ -430,8 +465,8 @@ pub(crate) fn snapshot_many(pre: &mut TokenStream, f: &Func, c: &str, q: &str) {
 
 /// The statuses of `c` requests: the caller's or the tool's own (for
 /// `MPI_STATUSES_IGNORE`); in Fortran converted to C statuses after the call.
-pub(crate) fn statuses_views(p: &mut Parts, f: &Func, c: &str, s: &str) {
-    if fortran() {
+pub(crate) fn statuses_views(g: &mut Gen, p: &mut Parts, f: &Func, c: &str, s: &str) {
+    if g.fortran {
         let (fc, fs, si) = (fname(f, c), fname(f, s), ident(s));
         p.pre
             .extend(quote! { let #fs = __g.fstatuses(crate::fort::int(#fc), #fs); });

@@ -36,11 +36,12 @@ pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Func
     if let (Some(c), Some(e)) = (c, event) {
         // Positional: the C parameters, then ierr, then hidden lengths.
         if nptr == c.args.len() + 1 && ff.ret.is_none() {
-            FORTRAN.with(|f| f.set(true));
-            USED.with(|u| u.borrow_mut().clear());
-            let parts = event_parts(name, c, e);
-            FORTRAN.with(|f| f.set(false));
-            let used: BTreeSet<String> = USED.with(|u| u.borrow().clone());
+            let mut g = Gen {
+                fortran: true,
+                ..Gen::default()
+            };
+            let parts = event_parts(&mut g, name, c, e);
+            let used = g.used;
             let mut views = parts.views.clone();
             for (i, (a, t)) in c.args.iter().enumerate() {
                 if !used.contains(a) || parts.special.contains(a) {

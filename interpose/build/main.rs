@@ -32,7 +32,6 @@ use validate::*;
 #[path = "../spec.rs"]
 mod spec;
 
-use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::env;
 use std::fmt::Write as _;
@@ -43,22 +42,23 @@ use mpiover_common::functions::{Function, CATALOGUE};
 use quote::ToTokens;
 use spec::Hook;
 
-thread_local! {
-    /// Generating a Fortran wrapper (the few places where the code differs
-    /// from the C one read this).
-    static FORTRAN: Cell<bool> = const { Cell::new(false) };
-    /// C parameters the event code of the function being generated uses.
-    static USED: RefCell<BTreeSet<String>> = const { RefCell::new(BTreeSet::new()) };
-}
-
-fn fortran() -> bool {
-    FORTRAN.with(|f| f.get())
+/// What the event code of one wrapper is generated for, and what it used:
+/// passed down the generator (`gen_event`), each wrapper its own.
+#[derive(Default)]
+pub(crate) struct Gen {
+    /// A Fortran wrapper (the few places where the code differs from the C
+    /// one read this).
+    pub(crate) fortran: bool,
+    /// The C parameters the event code uses, as roles resolve them
+    /// (`param`): a Fortran wrapper converts just these.
+    pub(crate) used: BTreeSet<String>,
 }
 
 fn main() {
     println!("cargo:rerun-if-changed=build");
     println!("cargo:rerun-if-changed=spec.rs");
     println!("cargo:rerun-if-changed=src/pcontrol.c");
+    println!("cargo:rerun-if-changed=src/tls.c");
     println!("cargo:rustc-check-cfg=cfg(mpi_flavor, values(\"openmpi\", \"mpich\", \"unknown\"))");
     println!("cargo:rustc-check-cfg=cfg(mpi_handles_are_pointers)");
     println!("cargo:rustc-check-cfg=cfg(mpiover_fp)");
@@ -175,9 +175,12 @@ fn main() {
     println!("cargo:rustc-env=MPIOVER_WRAPPED={count}");
     println!("cargo:rustc-env=MPIOVER_FORTRAN_WRAPPED={fcount}");
 
-    // MPI_Pcontrol is variadic: a few lines of C.
+    // MPI_Pcontrol is variadic, and the hot path's thread-local pair needs
+    // a TLS model Rust cannot choose: a few lines of C.
     let mut cc = cc::Build::new();
     cc.file("src/pcontrol.c");
+    // The hot path's thread-local pair, in the initial-exec model.
+    cc.file("src/tls.c");
     for d in env::var("DEP_MPI_INCLUDE")
         .unwrap_or_default()
         .split(':')

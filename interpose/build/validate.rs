@@ -37,13 +37,14 @@ pub(crate) fn kind_ok(k: Kind, t: &str) -> bool {
 
 /// Resolves a role's parameter name (alternatives separated by `|`) against
 /// the signature; fails the build when it is missing or of the wrong kind.
-pub(crate) fn param(fname: &str, f: &Func, names: &str, k: Kind) -> String {
+/// The parameter goes into `g.used`.
+pub(crate) fn param(g: &mut Gen, fname: &str, f: &Func, names: &str, k: Kind) -> String {
     for n in names.split('|') {
         if let Some((a, t)) = f.args.iter().find(|(a, _)| a == n) {
             if !kind_ok(k, t) {
                 panic!("spec error: {fname}: parameter `{a}` has type `{t}`, not a {k:?}");
             }
-            USED.with(|u| u.borrow_mut().insert(a.clone()));
+            g.used.insert(a.clone());
             return a.clone();
         }
     }

@@ -40,12 +40,15 @@ pub struct Opts {
     pub problems: Vec<String>,
 }
 
+/// The settings' defaults: the only place they are written here. `parse`
+/// falls back to them, and `rt` starts from them (`rt::DEPTH`, `MAX_KEYS`);
+/// the integer ones are `mpiover_common::settings`'s own.
 impl Default for Opts {
     fn default() -> Self {
         Opts {
             out: None,
-            depth: settings::DEPTH.default as u32,
-            max_keys: settings::MAX_KEYS.default as u32,
+            depth: DEFAULT_DEPTH,
+            max_keys: DEFAULT_MAX_KEYS,
             timer: Timer::default(),
             profile: None,
             quiet: false,
@@ -60,6 +63,11 @@ impl Default for Opts {
         }
     }
 }
+
+/// `MPIOVER_DEPTH` and `MPIOVER_MAX_KEYS` unset (as `u32`: the bounds keep
+/// both within it).
+pub const DEFAULT_DEPTH: u32 = settings::DEPTH.default as u32;
+pub const DEFAULT_MAX_KEYS: u32 = settings::MAX_KEYS.default as u32;
 
 /// The value, or the default with the problem noted.
 fn or_default<T>(problems: &mut Vec<String>, r: Result<T, BadValue>, default: T) -> T {
@@ -87,21 +95,24 @@ impl Opts {
     /// The options of an environment given as a lookup (testable without
     /// touching the process environment).
     pub fn parse(var: impl Fn(&str) -> Option<OsString>) -> Opts {
+        // A bad value falls back to the default's field.
+        let d = Opts::default();
         let mut o = Opts::default();
         let get = |v: Var| var(v.name());
         let p = &mut o.problems;
         // The bounds keep both within u32.
-        let (depth, keys) = (settings::DEPTH, settings::MAX_KEYS);
-        o.depth = or_default(p, depth.parse(get(Var::Depth).as_deref()), depth.default) as u32;
-        o.max_keys = or_default(p, keys.parse(get(Var::MaxKeys).as_deref()), keys.default) as u32;
-        o.timer = or_default(p, Timer::parse(get(Var::Timer).as_deref()), Timer::Auto);
-        o.format = or_default(p, Format::parse(get(Var::Format).as_deref()), Format::Auto);
-        let above = settings::LOG_ABOVE;
-        o.log_above = or_default(p, above.parse(get(Var::LogAbove).as_deref()), above.default);
-        let rows = settings::LOG_ROWS;
-        o.log_rows = or_default(p, rows.parse(get(Var::LogRows).as_deref()), rows.default);
+        let depth = settings::DEPTH.parse(get(Var::Depth).as_deref());
+        o.depth = or_default(p, depth.map(|v| v as u32), d.depth);
+        let keys = settings::MAX_KEYS.parse(get(Var::MaxKeys).as_deref());
+        o.max_keys = or_default(p, keys.map(|v| v as u32), d.max_keys);
+        o.timer = or_default(p, Timer::parse(get(Var::Timer).as_deref()), d.timer);
+        o.format = or_default(p, Format::parse(get(Var::Format).as_deref()), d.format);
+        let above = settings::LOG_ABOVE.parse(get(Var::LogAbove).as_deref());
+        o.log_above = or_default(p, above, d.log_above);
+        let rows = settings::LOG_ROWS.parse(get(Var::LogRows).as_deref());
+        o.log_rows = or_default(p, rows, d.log_rows);
         let py_sites = settings::parse_on_off(Var::PySites, get(Var::PySites).as_deref());
-        o.py_sites = or_default(p, py_sites, true);
+        o.py_sites = or_default(p, py_sites, d.py_sites);
         o.out = get(Var::Out)
             .filter(|v| !v.is_empty())
             .map(|v| v.to_string_lossy().into_owned());

@@ -299,7 +299,7 @@ fn entries(
                 .then(|| crate::overhead::crosses_host(k.peer))
                 .flatten(),
             role: rt::role_name(k.role).map(str::to_string),
-            completes: (k.completes < rt::MIXED_FN).then(|| name_of(k.completes)),
+            completes: (k.completes != rt::NONE_FN).then(|| name_of(k.completes)),
             post_site: if !k.post_ra.is_none() {
                 addrs.get(&k.post_ra).copied()
             } else {

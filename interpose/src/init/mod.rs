@@ -135,7 +135,7 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
     for p in &opts.problems {
         warn(&mut warnings, p.clone(), print);
     }
-    rt::DEPTH.store(opts.depth, Relaxed);
+    rt::set_depth(opts.depth);
     rt::MAX_KEYS.store(opts.max_keys, Relaxed);
     rt::init_world(rank, size);
     rt::register_barrier();

@@ -16,10 +16,7 @@ impl Buckets {
     pub(crate) fn add(&mut self, dt: u64) {
         let i = bucket_index(dt) as u32;
         match self.v.get_mut(i.wrapping_sub(self.lo) as usize) {
-            Some(b) => {
-                b[0] += 1;
-                b[1] = b[1].wrapping_add(dt);
-            }
+            Some(b) => tally!(b[0], b[1], dt),
             None => self.grow(i, dt),
         }
     }

@@ -133,7 +133,7 @@ impl KeyStats {
         let resolved = if key.fid == FID_OTHER {
             None
         } else {
-            let completes = if key.completes < MIXED_FN {
+            let completes = if key.completes != NONE_FN {
                 FN_NAMES.get(key.completes as usize).copied()
             } else {
                 None
@@ -185,8 +185,7 @@ impl KeyStats {
 
     #[inline(always)]
     pub(crate) fn add(&mut self, dt: u64) {
-        self.count += 1;
-        self.sum = self.sum.wrapping_add(dt);
+        tally!(self.count, self.sum, dt);
         self.min = self.min.min(dt);
         self.max = self.max.max(dt);
         if self.tmax != u64::MAX {

@@ -240,8 +240,10 @@ fn unmatched(ts: &mut ThreadState, ev: &mut Ev, req: usize) {
         return;
     }
     ts.unmatched += 1;
-    ev.completes = if ev.n_done == 0 { NONE_FN } else { MIXED_FN };
-    ev.n_done += 1;
+    // Completed something unknown: the event names no posting call.
+    ev.completes = NONE_FN;
+    ev.post_ra = SiteRef::NONE;
+    ev.n_done = ev.n_done.saturating_add(1);
 }
 
 #[inline(always)]
@@ -253,8 +255,10 @@ pub(crate) fn merge_done(ev: &mut Ev, r: &ReqInfo, bytes: u64, peer: i32) {
         ev.p = r.p;
         ev.sent = bytes;
     } else {
+        // Posted by different calls or sites: none named (and a later one
+        // differs from `NONE_FN` too, so it stays none).
         if ev.completes != r.fid || ev.post_ra != r.ra {
-            ev.completes = MIXED_FN;
+            ev.completes = NONE_FN;
             ev.post_ra = SiteRef::NONE;
         }
         if ev.peer != peer {
@@ -265,12 +269,12 @@ pub(crate) fn merge_done(ev: &mut Ev, r: &ReqInfo, bytes: u64, peer: i32) {
         }
         ev.sent = ev.sent.saturating_add(bytes);
     }
-    ev.n_done += 1;
+    ev.n_done = ev.n_done.saturating_add(1);
     if r.p2p {
         if r.recv {
-            ev.n_recv += 1;
+            ev.n_recv = ev.n_recv.saturating_add(1);
         } else {
-            ev.n_send += 1;
+            ev.n_send = ev.n_send.saturating_add(1);
         }
     }
 }

@@ -32,13 +32,16 @@ pub struct Ev {
     pub p: u32,
     pub sent: u64,
     pub recvd: u64,
+    /// What the completed requests were posted by (`NONE_FN` and no site
+    /// when none, or when they were posted by different calls or sites).
     pub completes: u16,
     pub post_ra: SiteRef,
-    /// Completions seen so far (for merging several into one key).
-    pub n_done: u32,
-    /// Of them, point-to-point receives and sends.
-    pub n_recv: u32,
-    pub n_send: u32,
+    /// Completions seen so far (for merging several into one key), and of
+    /// them point-to-point receives and sends: saturating, as the key keeps
+    /// them (counted as the key's, so that the key is built by copying).
+    pub n_done: u16,
+    pub n_recv: u16,
+    pub n_send: u16,
     /// A point-to-point call to or from `MPI_PROC_NULL`.
     pub proc_null: bool,
 }

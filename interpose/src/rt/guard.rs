@@ -2,20 +2,50 @@
 //! from outside the tool, and a thread whose state is gone simply forwards.
 
 use std::cell::Cell;
-use std::ptr::{null_mut, NonNull};
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering::*;
 
 use super::*;
 
+/// This thread's state and whether it is inside the tool.
+#[repr(C)]
 pub(crate) struct Tls {
-    pub(crate) busy: Cell<bool>,
     pub(crate) ts: Cell<*mut ThreadState>,
+    pub(crate) busy: Cell<bool>,
 }
 
-thread_local! {
-    // Const-initialized, no destructor: never in a "destroyed" state, no lazy
-    // registration on the hot path.
-    static TLS: Tls = const { Tls { busy: Cell::new(false), ts: Cell::new(null_mut()) } };
+/// This thread's pair: `mpiover_tls` of `src/tls.c`, in the initial-exec
+/// model, at a fixed offset from the thread pointer (`fs`): two loads and
+/// no call, so that the wrapper's arguments stay in their registers. Zeroed
+/// at the thread's start, no destructor: never in a "destroyed" state.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn tls() -> &'static Tls {
+    let p: *const Tls;
+    // SAFETY: the GOT entry holds the pair's offset from the thread pointer
+    // (a TPOFF relocation the loader fills), and `fs:0` holds the thread
+    // pointer itself; the pair lives as long as the thread, and only this
+    // thread uses it (`Tls` is not `Sync`: the reference stays here).
+    unsafe {
+        core::arch::asm!(
+            "mov {p}, qword ptr [rip + mpiover_tls@GOTTPOFF]",
+            "add {p}, qword ptr fs:[0]",
+            p = out(reg) p,
+            options(pure, readonly, nostack)
+        );
+        &*p
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn tls() -> &'static Tls {
+    thread_local! {
+        static TLS: Tls = const { Tls { ts: Cell::new(std::ptr::null_mut()), busy: Cell::new(false) } };
+    }
+    // SAFETY: const-initialized without a destructor, so it lives as long as
+    // the thread, and the reference stays on it (`Tls` is not `Sync`).
+    TLS.with(|t| unsafe { &*(t as *const Tls) })
 }
 
 /// Proof that this thread is inside a wrapper and may record. Dropping it
@@ -42,35 +72,32 @@ pub fn enter() -> Option<Guard> {
     if st & ENABLED == 0 {
         return None;
     }
-    TLS.try_with(|t| {
-        if t.busy.get() {
+    let t = tls();
+    if t.busy.get() {
+        return None;
+    }
+    let mut ts = t.ts.get();
+    if ts.is_null() {
+        ts = ThreadState::create();
+        if ts.is_null() {
             return None;
         }
-        let mut ts = t.ts.get();
-        if ts.is_null() {
-            ts = ThreadState::create();
-            if ts.is_null() {
-                return None;
-            }
-            t.ts.set(ts);
+        t.ts.set(ts);
+    }
+    t.busy.set(true);
+    // SAFETY: ts is non-null, owned by this thread.
+    let ts = unsafe { NonNull::new_unchecked(ts) };
+    let g = Guard {
+        ts,
+        busy: &t.busy as *const Cell<bool>,
+    };
+    // SAFETY: as above.
+    unsafe {
+        if (*ts.as_ptr()).seen != st {
+            (*ts.as_ptr()).sync(st);
         }
-        t.busy.set(true);
-        // SAFETY: ts is non-null, owned by this thread.
-        let ts = unsafe { NonNull::new_unchecked(ts) };
-        let g = Guard {
-            ts,
-            busy: &t.busy as *const Cell<bool>,
-        };
-        // SAFETY: as above.
-        unsafe {
-            if (*ts.as_ptr()).seen != st {
-                (*ts.as_ptr()).sync(st);
-            }
-        }
-        Some(g)
-    })
-    .ok()
-    .flatten()
+    }
+    Some(g)
 }
 
 /// Marks this thread as inside the tool without a state (hand-written hooks
@@ -80,23 +107,23 @@ pub struct Busy {
 }
 
 pub fn busy() -> Busy {
-    let was = TLS.try_with(|t| t.busy.replace(true)).unwrap_or(true);
+    let was = tls().busy.replace(true);
     Busy { was }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
         let was = self.was;
-        let _ = TLS.try_with(|t| t.busy.set(was));
+        tls().busy.set(was);
     }
 }
 
 /// Whether this thread is inside the tool (a wrapper or a hook).
 pub fn is_busy() -> bool {
-    TLS.try_with(|t| t.busy.get()).unwrap_or(true)
+    tls().busy.get()
 }
 
 /// This thread's state, if it has one (for init-time measurements).
 pub fn this_thread_state() -> *mut ThreadState {
-    TLS.try_with(|t| t.ts.get()).unwrap_or(null_mut())
+    tls().ts.get()
 }

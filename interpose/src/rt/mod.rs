@@ -6,6 +6,20 @@
 //! key's entry, a histogram growing to the range of durations seen, cache
 //! entries), and a thread whose TLS is gone simply forwards.
 
+/// Adds one call of `dt` to a (count, sum) pair: two scalar adds. Left to
+/// itself the compiler pairs adjacent ones into a vector add whose operands
+/// take more instructions to build than the adds (9 per wrapper, with the
+/// four pairs a call updates); the fence (no instruction) keeps them apart.
+/// Collapsed into the caller's lines, so that each step counts its own.
+#[collapse_debuginfo(yes)]
+macro_rules! tally {
+    ($count:expr, $sum:expr, $dt:expr) => {{
+        $count += 1;
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+        $sum = $sum.wrapping_add($dt);
+    }};
+}
+
 mod arguments;
 mod arrays;
 mod buckets;
@@ -39,11 +53,11 @@ pub use crate::site_ref::SiteRef;
 pub use buckets::Buckets;
 pub use call_key::{role_name, CallKey, KeyStats};
 pub use regions::{RegionKey, RegionStart, RegionStats};
-pub use site::{add_binding, site_of, unwound_site};
+pub use site::{add_binding, set_depth, site_of, site_way, unwound_site, WAY_PYTHON};
 pub use state::{
     cnt, comm_freed, in_place, resume, type_freed, Role, ToCount, COMM_EPOCH, DEPTH, ENABLED,
-    FID_OTHER, MAX_KEYS, MIXED_FN, NONE_FN, NONE_PEER, PAUSES, PAUSE_STEP, RESET_STEP, SELF_HI,
-    SELF_LO, STATE, TYPE_EPOCH, WORLD_RANK, WORLD_SIZE,
+    FID_OTHER, MAX_KEYS, NONE_FN, NONE_PEER, PAUSES, PAUSE_STEP, RESET_STEP, SELF_HI, SELF_LO,
+    STATE, TYPE_EPOCH, WORLD_RANK, WORLD_SIZE,
 };
 pub(crate) use state::{THREADS, WORLD_GROUP};
 pub use table::{Stats, Table};

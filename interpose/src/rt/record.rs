@@ -9,8 +9,7 @@ impl Guard {
     #[inline(always)]
     pub fn plain(&mut self, fid: u16, dt: u64) {
         if let Some(f) = self.ts().funcs.get_mut(fid as usize) {
-            f[0] += 1;
-            f[1] = f[1].wrapping_add(dt);
+            tally!(f[0], f[1], dt);
         }
     }
 
@@ -29,43 +28,30 @@ impl Guard {
             return;
         }
         if let Some(f) = ts.funcs.get_mut(ev.call_fid as usize) {
-            f[0] += 1;
-            f[1] = f[1].wrapping_add(dt);
+            tally!(f[0], f[1], dt);
         }
         if ra.is_python() {
             ts.py_calls += 1;
         }
-        let (completes, post_ra) = match ev.completes {
-            MIXED_FN => (NONE_FN, SiteRef::NONE),
-            c => (c, ev.post_ra),
-        };
-        let sat = |n: u32| n.min(u16::MAX as u32) as u16;
         let key = CallKey {
             ra,
-            post_ra,
+            post_ra: ev.post_ra,
             bytes: ev.sent.max(ev.recvd),
             p: ev.p,
             peer: ev.peer,
             fid: ev.fid,
-            completes,
+            completes: ev.completes,
             role: ev.role,
-            nreq: sat(ev.n_done),
-            nrecv: sat(ev.n_recv),
-            nsend: sat(ev.n_send),
+            nreq: ev.n_done,
+            nrecv: ev.n_recv,
+            nsend: ev.n_send,
         };
         let prev = ts.last_event;
         let (idx, e) = ts.table.add_entry(&key, dt);
-        let hint = e.map(|e| (e.region_from, e.region_in));
+        // No entry (a folded key): a hint that matches no region.
+        let hint = e.map_or((u32::MAX, u32::MAX), |e| (e.region_from, e.region_in));
         ts.last_event = idx;
-        let opened = ts.region_start.t;
-        if opened != 0 {
-            ts.region(prev, idx, hint, ra, ev.fid, t0.wrapping_sub(opened));
-        }
-        ts.region_start = RegionStart {
-            site: ra,
-            fid: ev.fid,
-            t: t1,
-        };
+        ts.next_region(prev, idx, hint, ra, ev.fid, t0, t1);
         if !ts.done.is_empty() {
             // The posting keys of what this completion completed learn
             // where they were completed.
@@ -79,53 +65,5 @@ impl Guard {
             }
         }
         ts.updating.store(false, Release);
-    }
-
-    // ---- requests ----------------------------------------------------------
-}
-
-impl ThreadState {
-    /// Adds `dt` to the region from the call of entry `prev` (the region's
-    /// start, `region_start`) to this call, of entry `idx` at `to`
-    /// (`to_fid`); `hint` is that entry's (`region_from`, `region_in`).
-    #[inline(always)]
-    fn region(
-        &mut self,
-        prev: usize,
-        idx: usize,
-        hint: Option<(u32, u32)>,
-        to: SiteRef,
-        to_fid: u16,
-        dt: u64,
-    ) {
-        if let Some((from, r)) = hint {
-            if from == prev as u32 {
-                if let Some(r) = self.regions.entries.get_mut(r as usize) {
-                    r.add(dt);
-                    return;
-                }
-            }
-        }
-        self.region_slow(prev, idx, to, to_fid, dt);
-    }
-
-    #[inline(never)]
-    fn region_slow(&mut self, prev: usize, idx: usize, to: SiteRef, to_fid: u16, dt: u64) {
-        let start = self.region_start;
-        let key = RegionKey {
-            from: start.site,
-            to,
-            from_fid: start.fid,
-            to_fid,
-        };
-        let r = self.regions.add(&key, dt);
-        // The hint needs both calls' entries (a folded key has none) and the
-        // region's own (a folded region has none either).
-        if r != usize::MAX && prev != usize::MAX {
-            if let Some(e) = self.table.entries.get_mut(idx) {
-                e.region_from = prev as u32;
-                e.region_in = r as u32;
-            }
-        }
     }
 }

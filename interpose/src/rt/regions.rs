@@ -114,8 +114,7 @@ impl Stats for RegionStats {
     #[inline(always)]
     fn add(&mut self, dt: u64) {
         let o = &mut self.octaves[octave(dt)];
-        o[0] += 1;
-        o[1] = o[1].wrapping_add(dt);
+        tally!(o[0], o[1], dt);
     }
     fn fold_key() -> RegionKey {
         RegionKey {
@@ -123,6 +122,80 @@ impl Stats for RegionStats {
             to: SiteRef::NONE,
             from_fid: FID_OTHER,
             to_fid: FID_OTHER,
+        }
+    }
+}
+
+impl ThreadState {
+    /// The region that ended at this call's entry `t0` (from the previous
+    /// call, of entry `prev`, to this one, of entry `idx` at `to`, `to_fid`;
+    /// `hint` is that entry's (`region_from`, `region_in`)) gets its pass,
+    /// and the next one starts at the call's return `t1`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) fn next_region(
+        &mut self,
+        prev: usize,
+        idx: usize,
+        hint: (u32, u32),
+        to: SiteRef,
+        to_fid: u16,
+        t0: u64,
+        t1: u64,
+    ) {
+        let opened = self.region_start.t;
+        if opened != 0 {
+            self.region(prev, idx, hint, to, to_fid, t0.wrapping_sub(opened));
+        }
+        self.region_start = RegionStart {
+            site: to,
+            fid: to_fid,
+            t: t1,
+        };
+    }
+
+    /// Adds `dt` to the region from the call of entry `prev` (the region's
+    /// start, `region_start`) to this call, of entry `idx` at `to`
+    /// (`to_fid`); `hint` is that entry's (`region_from`, `region_in`).
+    #[inline(always)]
+    fn region(
+        &mut self,
+        prev: usize,
+        idx: usize,
+        hint: (u32, u32),
+        to: SiteRef,
+        to_fid: u16,
+        dt: u64,
+    ) {
+        // A folded previous call (`prev` all ones) may match a hint of no
+        // region (all ones): `r` then finds no entry.
+        let (from, r) = hint;
+        if from == prev as u32 {
+            if let Some(r) = self.regions.entries.get_mut(r as usize) {
+                r.add(dt);
+                return;
+            }
+        }
+        self.region_slow(prev, idx, to, to_fid, dt);
+    }
+
+    #[inline(never)]
+    fn region_slow(&mut self, prev: usize, idx: usize, to: SiteRef, to_fid: u16, dt: u64) {
+        let start = self.region_start;
+        let key = RegionKey {
+            from: start.site,
+            to,
+            from_fid: start.fid,
+            to_fid,
+        };
+        let r = self.regions.add(&key, dt);
+        // The hint needs both calls' entries (a folded key has none) and the
+        // region's own (a folded region has none either).
+        if r != usize::MAX && prev != usize::MAX {
+            if let Some(e) = self.table.entries.get_mut(idx) {
+                e.region_from = prev as u32;
+                e.region_in = r as u32;
+            }
         }
     }
 }

@@ -35,10 +35,10 @@ pub fn resume() -> u32 {
 pub static COMM_EPOCH: AtomicU32 = AtomicU32::new(0);
 /// Bumped by `MPI_Type_free`.
 pub static TYPE_EPOCH: AtomicU32 = AtomicU32::new(0);
-/// `MPIOVER_DEPTH`.
-pub static DEPTH: AtomicU32 = AtomicU32::new(1);
-/// `MPIOVER_MAX_KEYS`.
-pub static MAX_KEYS: AtomicU32 = AtomicU32::new(4096);
+/// `MPIOVER_DEPTH` (its default until `MPI_Init` sets it).
+pub static DEPTH: AtomicU32 = AtomicU32::new(crate::opt::DEFAULT_DEPTH);
+/// `MPIOVER_MAX_KEYS` (its default until `MPI_Init` sets it).
+pub static MAX_KEYS: AtomicU32 = AtomicU32::new(crate::opt::DEFAULT_MAX_KEYS);
 /// Address range of libmpiover itself (frames skipped for depth > 1).
 pub static SELF_LO: AtomicUsize = AtomicUsize::new(0);
 pub static SELF_HI: AtomicUsize = AtomicUsize::new(0);
@@ -52,8 +52,9 @@ pub(crate) static WORLD_GROUP: AtomicUsize = AtomicUsize::new(0);
 pub(crate) static THREADS: AtomicPtr<ThreadState> = AtomicPtr::new(null_mut());
 
 pub const NONE_PEER: i32 = i32::MIN;
+/// No function: a key's `completes` when it completed nothing, or requests
+/// posted by different calls or sites.
 pub const NONE_FN: u16 = u16::MAX;
-pub const MIXED_FN: u16 = u16::MAX - 1;
 /// Function id of the fold-everything entry.
 pub const FID_OTHER: u16 = NFUNCS as u16;
 /// This rank's role in a rooted collective (one byte of a key).

@@ -7,6 +7,9 @@ use mpiover_mpisys::*;
 use super::*;
 
 pub(crate) const TYPE_SLOTS: usize = 64;
+/// The handle of an empty entry: no datatype's (a pointer, or a 32-bit
+/// integer's bits), so that a hit needs one compare.
+const EMPTY: (usize, u64) = (usize::MAX, 0);
 
 pub struct TypeCache {
     pub(crate) epoch: u32,
@@ -20,8 +23,8 @@ impl TypeCache {
     pub(crate) fn new() -> TypeCache {
         TypeCache {
             epoch: TYPE_EPOCH.load(Relaxed),
-            last: (0, 0),
-            slots: [(0, 0); TYPE_SLOTS],
+            last: EMPTY,
+            slots: [EMPTY; TYPE_SLOTS],
         }
     }
 
@@ -30,17 +33,16 @@ impl TypeCache {
         let h = dt.bits();
         let e = TYPE_EPOCH.load(Relaxed);
         if e != self.epoch {
-            self.slots = [(0, 0); TYPE_SLOTS];
-            self.last = (0, 0);
+            self.slots = [EMPTY; TYPE_SLOTS];
+            self.last = EMPTY;
             self.epoch = e;
         }
-        // 0 is an empty entry's handle, never a hit.
-        if self.last.0 == h && h != 0 {
+        if self.last.0 == h {
             return self.last.1;
         }
         let i = ((h >> 4) ^ (h >> 10)) & (TYPE_SLOTS - 1);
         if let Some(s) = self.slots.get(i) {
-            if s.0 == h && h != 0 {
+            if s.0 == h {
                 self.last = *s;
                 return s.1;
             }

@@ -1,0 +1,16 @@
+/* The interposer's per-thread word pair (src/rt/guard.rs): its thread state
+ * and whether the thread is inside the tool. Defined here because only C
+ * can choose the initial-exec TLS model on stable Rust: the hot path then
+ * finds it at a fixed offset from the thread pointer (two loads), where
+ * Rust's own thread_local! in a shared library calls __tls_get_addr, and
+ * that call makes every wrapper save and reload its arguments around it.
+ * Initial-exec needs the library in the static TLS block: true of a
+ * preloaded one, and glibc keeps room for a few such bytes in a library
+ * opened later. */
+struct mpiover_tls {
+    void *ts;
+    unsigned char busy;
+};
+
+__attribute__((tls_model("initial-exec"), visibility("hidden")))
+__thread struct mpiover_tls mpiover_tls;
