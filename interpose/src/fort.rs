@@ -3,7 +3,7 @@
 //! `mpi_send_` (or `mpi_send`, `mpi_send__`, `MPI_SEND`, by compiler) in
 //! libmpi_mpifh, `use mpi_f08` programs `mpi_send_f08_` in
 //! libmpi_usempif08; both call `PMPI_Send` directly, so the C wrappers see
-//! nothing. The generated wrappers (`build.rs`, from the C prototypes of
+//! nothing. The generated wrappers (`interpose/build/gen_fortran.rs`, from the C prototypes of
 //! `mpi.h` by the standard's Fortran rules, `docs/fortran.md`) define all
 //! five names and forward to the library's
 //! `pmpi_send_` / `pmpi_send_f08_`, found with `dlsym(RTLD_NEXT)` on first
@@ -31,7 +31,7 @@ use crate::fort_conv::Fint;
 use crate::rt;
 
 pub mod generated {
-    //! The generated Fortran wrappers (see `build.rs`).
+    //! The generated Fortran wrappers (see `interpose/build/gen_fortran.rs`).
     // Generated code: each wrapper is a Fortran entry point whose contract
     // is the MPI standard's Fortran binding (no `# Safety` section restates
     // it); the rest is what generation leaves unused.
@@ -65,7 +65,7 @@ pub use crate::fort_conv::{buf, comm, datatype, fwd, ierr, int, req_bits, reques
 // ---------------------------------------------------------------------------
 
 // Each takes the prototype's arguments and one more word passed through
-// (see `fortran_args` in build.rs).
+// (see `fortran_args` in interpose/build/gen_fortran.rs).
 type FnIerr = unsafe extern "C" fn(*mut Fint, usize);
 type Fn3 = unsafe extern "C" fn(*mut Fint, *mut Fint, *mut Fint, usize);
 

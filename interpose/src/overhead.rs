@@ -8,7 +8,7 @@
 //! and `tmax_out_of_range` per entry and `profile` (path, whether the
 //! environment matched, q_max, note).
 //!
-//! How a key is looked up (the profile's keys, `profile.rs` module docs):
+//! How a key is looked up (the profile's keys, `common/src/profile/lookup.rs` module docs):
 //!
 //! - bytes: the record's bytes (what the rank moves in all) converted to the
 //!   per-rank block with `mpiover_common::functions::profile_bytes`;

@@ -11,7 +11,7 @@
 //! `note` says "unresolved (signal)" / "unresolved (exit)"), which takes well
 //! under a millisecond, and then rewritten with file, line and function once
 //! the debug information was read. A signal that arrives while the record is
-//! being written waits for the write to end (see `init.rs`).
+//! being written waits for the write to end (see `interpose/src/init/mod.rs`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering::*};
