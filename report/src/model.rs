@@ -23,6 +23,9 @@ pub use stability::{Level, LevelKey, Margin, Stability};
 mod tmax_from;
 pub use tmax_from::TmaxFrom;
 
+mod limits;
+pub use limits::{CAUSE_OF_OVERHEAD, CAUSE_OF_REFERENCE, TOP_REGIONS};
+
 /// A kind whose JSON spelling is also how reports print it.
 macro_rules! spelled {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal),+ $(,)? }) => {
