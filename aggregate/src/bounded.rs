@@ -19,13 +19,12 @@
 //! Nothing is bounded below [`BOUND_ROWS`] rows: there the log holds every
 //! row, as the per-rank records do.
 
-use serde::{Deserialize, Serialize};
-
-use crate::exact_sum::Fx;
+use crate::aggregate::Aggregate;
 use crate::regions::{RegionAcc, RegionRank};
 use crate::site_totals::{PeerAcc, RankSite, SiteAcc};
 use crate::sketch::Sketch;
-use crate::{packed_rows, Aggregate, HashMap};
+use crate::spread::{heat_columns, heat_max, RegionSpread, Spread};
+use crate::HashMap;
 
 /// Rows of a site or region kept whole; above it they are bounded.
 pub const BOUND_ROWS: usize = 512;
@@ -38,16 +37,6 @@ pub const SAMPLE_RANKS: u32 = 64;
 pub const KEEP_CELLS: usize = 10_000;
 /// A site's peers, pairs and late lines kept per criterion.
 pub const KEEP_PEERS: usize = 256;
-/// Columns of the per-rank heat map (rank ranges of equal width).
-pub const HEAT_COLS: u32 = 128;
-
-/// Ranks per column of the heat map of a job of `world` ranks, and the
-/// number of columns.
-pub fn heat_columns(world: u32) -> (u32, u32) {
-    let world = world.max(1);
-    let per_col = world.div_ceil(HEAT_COLS);
-    (per_col, world.div_ceil(per_col))
-}
 
 fn sampled(rank: u32, world: u32) -> bool {
     rank.is_multiple_of(world.div_ceil(SAMPLE_RANKS).max(1))
@@ -94,104 +83,25 @@ fn select<T>(
     dropped
 }
 
-fn heat_max(into: &mut [f32], col: usize, v: f32) {
-    if let Some(c) = into.get_mut(col) {
-        if c.is_nan() || v > *c {
-            *c = v;
-        }
+/// What a bounded site keeps of its rows.
+fn spread_of_rows(rows: &[RankSite], world: u32) -> Spread {
+    let per_call = |r: &RankSite| (r.calls > 0).then(|| r.time / r.calls as f64);
+    let (per_col, cols) = heat_columns(world);
+    let mut s = Spread {
+        world,
+        time: Sketch::of(rows.iter().map(|r| r.time)),
+        overhead: Sketch::of(rows.iter().filter_map(|r| r.overhead)),
+        per_call: Sketch::of(rows.iter().filter_map(per_call)),
+        per_call_nonroot: Sketch::of(rows.iter().filter(|r| !r.root).filter_map(per_call)),
+        heat_time: vec![f32::NAN; cols as usize],
+        heat_overhead: vec![f32::NAN; cols as usize],
+    };
+    for r in rows {
+        let col = (r.rank / per_col) as usize;
+        heat_max(&mut s.heat_time, col, r.time as f32);
+        heat_max(&mut s.heat_overhead, col, r.overhead.unwrap_or(0.0) as f32);
     }
-}
-
-/// What a bounded site keeps of every rank's row.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Spread {
-    /// Ranks of the job (the heat map's columns span them).
-    pub world: u32,
-    /// Time of each rank with a row (its `n`: the ranks at the site).
-    pub time: Sketch,
-    /// Overhead of each rank whose calls had a tmax.
-    pub overhead: Sketch,
-    /// Time per call of each rank with calls, and of those not the root.
-    pub per_call: Sketch,
-    pub per_call_nonroot: Sketch,
-    /// Per heat-map column: the largest time, and the largest overhead
-    /// (a row without one counts 0); NaN where no rank of it has a row.
-    #[serde(with = "packed_rows::vec")]
-    pub heat_time: Vec<f32>,
-    #[serde(with = "packed_rows::vec")]
-    pub heat_overhead: Vec<f32>,
-}
-
-impl Spread {
-    pub fn of_rows(rows: &[RankSite], world: u32) -> Spread {
-        let per_call = |r: &RankSite| (r.calls > 0).then(|| r.time / r.calls as f64);
-        let (per_col, cols) = heat_columns(world);
-        let mut s = Spread {
-            world,
-            time: Sketch::of(rows.iter().map(|r| r.time)),
-            overhead: Sketch::of(rows.iter().filter_map(|r| r.overhead)),
-            per_call: Sketch::of(rows.iter().filter_map(per_call)),
-            per_call_nonroot: Sketch::of(rows.iter().filter(|r| !r.root).filter_map(per_call)),
-            heat_time: vec![f32::NAN; cols as usize],
-            heat_overhead: vec![f32::NAN; cols as usize],
-        };
-        for r in rows {
-            let col = (r.rank / per_col) as usize;
-            heat_max(&mut s.heat_time, col, r.time as f32);
-            heat_max(&mut s.heat_overhead, col, r.overhead.unwrap_or(0.0) as f32);
-        }
-        s
-    }
-
-    pub fn merge(&mut self, o: &Spread) {
-        self.time.merge(&o.time);
-        self.overhead.merge(&o.overhead);
-        self.per_call.merge(&o.per_call);
-        self.per_call_nonroot.merge(&o.per_call_nonroot);
-        for (i, &v) in o.heat_time.iter().enumerate() {
-            if !v.is_nan() {
-                heat_max(&mut self.heat_time, i, v);
-            }
-        }
-        for (i, &v) in o.heat_overhead.iter().enumerate() {
-            if !v.is_nan() {
-                heat_max(&mut self.heat_overhead, i, v);
-            }
-        }
-    }
-
-    /// Whether it can describe a site's rows: sketches well formed, the
-    /// heat map's width that of its world.
-    pub fn is_consistent(&self) -> bool {
-        let cols = heat_columns(self.world).1 as usize;
-        [
-            &self.time,
-            &self.overhead,
-            &self.per_call,
-            &self.per_call_nonroot,
-        ]
-        .iter()
-        .all(|s| s.is_consistent())
-            && self.heat_time.len() == cols
-            && self.heat_overhead.len() == cols
-    }
-}
-
-/// What a bounded region keeps of every rank's row: its time.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct RegionSpread {
-    pub time: Sketch,
-}
-
-/// The wait matrix's cells dropped when bounding: their sums and how many
-/// had a non-zero overhead and time, so that the matrix's total and count
-/// stay exact.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct WaitDropped {
-    pub overhead: Fx,
-    pub time: Fx,
-    pub cells_with_overhead: u64,
-    pub cells_with_time: u64,
+    s
 }
 
 fn pair_id(k: &(u32, u32)) -> u64 {
@@ -219,7 +129,7 @@ impl SiteAcc {
     fn spread_or_rows(&self, world: u32) -> Spread {
         self.spread
             .clone()
-            .unwrap_or_else(|| Spread::of_rows(&self.per_rank, world))
+            .unwrap_or_else(|| spread_of_rows(&self.per_rank, world))
     }
 
     /// Keeps the spread of `o` and `self` when either is bounded.
@@ -239,7 +149,7 @@ impl SiteAcc {
         // criteria over the whole job, whatever the order of the merges.
         if self.spread.is_some() || self.per_rank.len() > BOUND_ROWS {
             if self.spread.is_none() {
-                self.spread = Some(Spread::of_rows(&self.per_rank, world));
+                self.spread = Some(spread_of_rows(&self.per_rank, world));
             }
             let per_call = |r: &RankSite| (r.calls > 0).then(|| -(r.time / r.calls as f64));
             select(
