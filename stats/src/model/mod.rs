@@ -61,9 +61,22 @@
 //!
 //! # Adding a model
 //!
-//! Add a variant to [`ModelKind`] (and to `ModelKind::ALL`) and to [`Model`]; the compiler then
-//! lists every `match` that needs an arm: the MLE, pmf, survival function, quantile, parameters
-//! and units.
+//! Add a variant to [`ModelKind`] (and to `ModelKind::ALL`, which no compiler check holds
+//! complete) and to [`Model`]; the compiler then lists every `match` that needs an arm: the
+//! MLE, pmf, survival function, quantile, parameters and units.
+//!
+//! Outside this crate a family touches:
+//!
+//! - `common/src/profile/fit_model.rs`: a `FitModel` variant (its profile name, serde and
+//!   `as_str`, the same as [`ModelKind::name`]) and its arm of `FitModel::body_params` (the
+//!   preload library judges an entry's basis by it without this crate);
+//! - `common/src/profile/fitted.rs`: its arms of `FitModel::of_kind` and `FitModel::kind` (the
+//!   compiler asks for them; the test there checks the name and parameter count of every
+//!   family of `ModelKind::ALL`);
+//! - `report/src/fit.rs`: its arms in the `mpiover fit` text (parameters in words, the model
+//!   line);
+//! - `docs/profile-format.md` (the `model` and `params` rows) and `docs/method.md` ("tmax from
+//!   a sample: error models").
 use serde::Serialize;
 
 use crate::histogram::{Histogram, MAX_CLASS};
