@@ -138,7 +138,7 @@ pub struct Report {
     pub schema: String,
     /// `mpiover <version>`.
     pub generator: String,
-    pub run: RunInfo,
+    pub run: ReportedRun,
     pub summary: Summary,
     /// Every site, ranked (worst first).
     pub sites: Vec<SiteReport>,
@@ -159,7 +159,7 @@ pub struct Report {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunInfo {
+pub struct ReportedRun {
     /// The run directory as given.
     pub dir: String,
     pub run_id: String,

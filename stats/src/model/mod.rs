@@ -79,7 +79,7 @@
 //!   a sample: error models").
 use serde::Serialize;
 
-use crate::histogram::{Histogram, MAX_CLASS};
+use crate::histogram::{ErrorClasses, MAX_CLASS};
 use crate::sample::QMax;
 
 pub mod exponential;
@@ -168,9 +168,9 @@ impl ModelKind {
     }
 
     /// The maximum-likelihood fit (see the family's docs). None when the histogram has no
-    /// error above class 0 (k-bar = 0), which `Histogram::new` already rules out, or when a
+    /// error above class 0 (k-bar = 0), which `ErrorClasses::new` already rules out, or when a
     /// numerical fit ends on an invalid point.
-    pub fn mle(self, h: &Histogram) -> Option<Model> {
+    pub fn mle(self, h: &ErrorClasses) -> Option<Model> {
         let kbar = h.mean_class();
         if !(kbar > 0.0 && kbar.is_finite()) {
             return None;
@@ -337,7 +337,7 @@ impl Model {
     }
 
     /// The binned log-likelihood sum over the occupied classes of f_k ln p_k (eq. 7).
-    pub fn log_likelihood(&self, h: &Histogram) -> f64 {
+    pub fn log_likelihood(&self, h: &ErrorClasses) -> f64 {
         h.occupied()
             .iter()
             .map(|&(k, c)| c as f64 * self.ln_pmf(k))

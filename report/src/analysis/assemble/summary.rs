@@ -36,9 +36,9 @@ pub(crate) fn run_info(
     run: &RunSummary,
     ranks: &[RankAcc],
     hosts: Vec<String>,
-) -> RunInfo {
+) -> ReportedRun {
     let first = &ranks[0];
-    RunInfo {
+    ReportedRun {
         dir: dir.to_string(),
         run_id: run.run_id.clone(),
         ranks: run.ranks,
