@@ -2,13 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bounded::WaitDropped;
 use crate::display_bins::BucketBins;
 use crate::merged_keys::{merge_key, pairs, KeyAcc, KeyId};
 use crate::rank_totals::RankAcc;
 use crate::regions::{FoldedRegionTotals, RegionAcc, RegionId};
 use crate::site_key::SiteKey;
 use crate::site_totals::{PeerAcc, SiteAcc};
+use crate::spread::WaitDropped;
 use crate::tmax_eval::Lookups;
 use crate::{packed_rows, HashMap};
 

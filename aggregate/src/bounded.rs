@@ -20,19 +20,19 @@
 //! [`Bounds`] given): there the log holds every row, as the per-rank records
 //! do.
 
-use serde::{Deserialize, Serialize};
-
-use crate::exact_sum::Fx;
+use crate::aggregate::Aggregate;
 use crate::regions::{RegionAcc, RegionRank};
 use crate::site_totals::{PeerAcc, RankSite, SiteAcc};
 use crate::sketch::Sketch;
-use crate::{packed_rows, Aggregate, HashMap};
+use crate::spread::{heat_columns, heat_max, RegionSpread, Spread};
+use crate::HashMap;
 
 /// Rows of a site or region kept whole; above it they are bounded (the
 /// default of `MPIOVER_LOG_ROWS`).
 pub const BOUND_ROWS: usize = mpiover_common::settings::LOG_ROWS.default as usize;
-/// Rows kept per criterion (largest time, smallest time, ...).
-pub const KEEP_PER_CRITERION: usize = 32;
+/// Rows kept per criterion (largest time, smallest time, ...): in
+/// `spread`, which a log without its own `keep` reads it from.
+pub use crate::spread::KEEP_PER_CRITERION;
 /// Ranks of the evenly spaced sample kept at every site and region.
 pub const SAMPLE_RANKS: u32 = 64;
 /// Wait-matrix cells kept per metric (overhead, time): as many as the
@@ -40,16 +40,6 @@ pub const SAMPLE_RANKS: u32 = 64;
 pub const KEEP_CELLS: usize = 10_000;
 /// A site's peers, pairs and late lines kept per criterion.
 pub const KEEP_PEERS: usize = 256;
-/// Columns of the per-rank heat map (rank ranges of equal width).
-pub const HEAT_COLS: u32 = 128;
-
-/// Ranks per column of the heat map of a job of `world` ranks, and the
-/// number of columns.
-pub fn heat_columns(world: u32) -> (u32, u32) {
-    let world = world.max(1);
-    let per_col = world.div_ceil(HEAT_COLS);
-    (per_col, world.div_ceil(per_col))
-}
 
 /// How much per-rank detail a part keeps once bounded. The job log's
 /// default is [`Bounds::DEFAULT`]; a smaller one (`MPIOVER_LOG_ROWS`) makes a
@@ -137,115 +127,26 @@ fn select<T>(
     dropped
 }
 
-fn heat_max(into: &mut [f32], col: usize, v: f32) {
-    if let Some(c) = into.get_mut(col) {
-        if c.is_nan() || v > *c {
-            *c = v;
-        }
+/// What a bounded site keeps of its rows.
+fn spread_of_rows(rows: &[RankSite], world: u32, keep: u32) -> Spread {
+    let per_call = |r: &RankSite| (r.calls > 0).then(|| r.time / r.calls as f64);
+    let (per_col, cols) = heat_columns(world);
+    let mut s = Spread {
+        world,
+        time: Sketch::of(rows.iter().map(|r| r.time)),
+        overhead: Sketch::of(rows.iter().filter_map(|r| r.overhead)),
+        per_call: Sketch::of(rows.iter().filter_map(per_call)),
+        per_call_nonroot: Sketch::of(rows.iter().filter(|r| !r.root).filter_map(per_call)),
+        heat_time: vec![f32::NAN; cols as usize],
+        heat_overhead: vec![f32::NAN; cols as usize],
+        keep,
+    };
+    for r in rows {
+        let col = (r.rank / per_col) as usize;
+        heat_max(&mut s.heat_time, col, r.time as f32);
+        heat_max(&mut s.heat_overhead, col, r.overhead.unwrap_or(0.0) as f32);
     }
-}
-
-/// What a bounded site keeps of every rank's row.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Spread {
-    /// Ranks of the job (the heat map's columns span them).
-    pub world: u32,
-    /// Time of each rank with a row (its `n`: the ranks at the site).
-    pub time: Sketch,
-    /// Overhead of each rank whose calls had a tmax.
-    pub overhead: Sketch,
-    /// Time per call of each rank with calls, and of those not the root.
-    pub per_call: Sketch,
-    pub per_call_nonroot: Sketch,
-    /// Per heat-map column: the largest time, and the largest overhead
-    /// (a row without one counts 0); NaN where no rank of it has a row.
-    #[serde(with = "packed_rows::vec")]
-    pub heat_time: Vec<f32>,
-    #[serde(with = "packed_rows::vec")]
-    pub heat_overhead: Vec<f32>,
-    /// Rows kept per criterion where it was bounded: the late ranks by
-    /// arrival beyond that many are not all kept, so a report lists no
-    /// more.
-    #[serde(default = "default_keep")]
-    pub keep: u32,
-}
-
-fn default_keep() -> u32 {
-    KEEP_PER_CRITERION as u32
-}
-
-impl Spread {
-    pub fn of_rows(rows: &[RankSite], world: u32, keep: u32) -> Spread {
-        let per_call = |r: &RankSite| (r.calls > 0).then(|| r.time / r.calls as f64);
-        let (per_col, cols) = heat_columns(world);
-        let mut s = Spread {
-            world,
-            time: Sketch::of(rows.iter().map(|r| r.time)),
-            overhead: Sketch::of(rows.iter().filter_map(|r| r.overhead)),
-            per_call: Sketch::of(rows.iter().filter_map(per_call)),
-            per_call_nonroot: Sketch::of(rows.iter().filter(|r| !r.root).filter_map(per_call)),
-            heat_time: vec![f32::NAN; cols as usize],
-            heat_overhead: vec![f32::NAN; cols as usize],
-            keep,
-        };
-        for r in rows {
-            let col = (r.rank / per_col) as usize;
-            heat_max(&mut s.heat_time, col, r.time as f32);
-            heat_max(&mut s.heat_overhead, col, r.overhead.unwrap_or(0.0) as f32);
-        }
-        s
-    }
-
-    pub fn merge(&mut self, o: &Spread) {
-        self.keep = self.keep.min(o.keep);
-        self.time.merge(&o.time);
-        self.overhead.merge(&o.overhead);
-        self.per_call.merge(&o.per_call);
-        self.per_call_nonroot.merge(&o.per_call_nonroot);
-        for (i, &v) in o.heat_time.iter().enumerate() {
-            if !v.is_nan() {
-                heat_max(&mut self.heat_time, i, v);
-            }
-        }
-        for (i, &v) in o.heat_overhead.iter().enumerate() {
-            if !v.is_nan() {
-                heat_max(&mut self.heat_overhead, i, v);
-            }
-        }
-    }
-
-    /// Whether it can describe a site's rows: sketches well formed, the
-    /// heat map's width that of its world.
-    pub fn is_consistent(&self) -> bool {
-        let cols = heat_columns(self.world).1 as usize;
-        [
-            &self.time,
-            &self.overhead,
-            &self.per_call,
-            &self.per_call_nonroot,
-        ]
-        .iter()
-        .all(|s| s.is_consistent())
-            && self.heat_time.len() == cols
-            && self.heat_overhead.len() == cols
-    }
-}
-
-/// What a bounded region keeps of every rank's row: its time.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct RegionSpread {
-    pub time: Sketch,
-}
-
-/// The wait matrix's cells dropped when bounding: their sums and how many
-/// had a non-zero overhead and time, so that the matrix's total and count
-/// stay exact.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct WaitDropped {
-    pub overhead: Fx,
-    pub time: Fx,
-    pub cells_with_overhead: u64,
-    pub cells_with_time: u64,
+    s
 }
 
 fn pair_id(k: &(u32, u32)) -> u64 {
@@ -273,7 +174,7 @@ impl SiteAcc {
     fn spread_or_rows(&self, world: u32, keep: u32) -> Spread {
         self.spread
             .clone()
-            .unwrap_or_else(|| Spread::of_rows(&self.per_rank, world, keep))
+            .unwrap_or_else(|| spread_of_rows(&self.per_rank, world, keep))
     }
 
     /// Keeps the spread of `o` and `self` when either is bounded.
@@ -295,7 +196,7 @@ impl SiteAcc {
         if self.spread.is_some() || self.per_rank.len() > b.rows {
             if self.spread.is_none() {
                 let keep = u32::try_from(b.keep).unwrap_or(u32::MAX);
-                self.spread = Some(Spread::of_rows(&self.per_rank, world, keep));
+                self.spread = Some(spread_of_rows(&self.per_rank, world, keep));
             }
             let per_call = |r: &RankSite| (r.calls > 0).then(|| -(r.time / r.calls as f64));
             select(

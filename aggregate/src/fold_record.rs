@@ -7,15 +7,17 @@
 //! record it does not expect (an entry whose site is missing is skipped).
 
 use mpiover_common::functions::{class_of, EventClass, WaitState};
-use mpiover_common::record::{Entry, Record, Site};
+use mpiover_common::record::{Entry, Record, Region, Site};
 
 use crate::aggregate::Aggregate;
 use crate::display_bins::BucketBins;
 use crate::eager_limit::Thresholds;
+use crate::exact_sum::Fx;
 use crate::merged_keys::{key_id, merge_key, KeyAcc};
+use crate::regions::{RegionAcc, RegionId, RegionRank};
 use crate::site_key::{Loc, SiteKey};
-use crate::site_totals::{MultiWait, PeerAcc, RankSite, SiteAcc};
-use crate::tmax_eval::{count_lookup, evaluate, site_eval, EntryEval, TmaxLookup};
+use crate::site_totals::{site_eval, MultiWait, PeerAcc, RankSite, SiteAcc};
+use crate::tmax_eval::{count_lookup, evaluate, EntryEval, TmaxLookup};
 use crate::wait_state::{entry_wait_state, is_peer_wait, is_receive_post, waits_on_its_peer};
 use crate::HashMap;
 
@@ -369,4 +371,61 @@ fn add_rank_row(acc: &mut SiteAcc, rank: u32, f: &Evaluated) -> Option<f64> {
         *row.overhead.get_or_insert(0.0) += f.ev.overhead;
         f.ev.overhead
     })
+}
+
+// A record's regions, folded per pair of report sites.
+impl Aggregate {
+    /// Folds a record's regions (called once per record).
+    pub(crate) fn add_regions<'r>(
+        &mut self,
+        rec: &'r Record,
+        site: impl Fn(u32) -> Option<&'r Site>,
+    ) {
+        for r in &rec.regions {
+            let (Some(from), Some(to)) = (site(r.from.site), site(r.to.site)) else {
+                continue;
+            };
+            self.add_region(rec.rank, r, from, to);
+        }
+        let f = &rec.regions_folded;
+        self.regions_folded.keys += f.keys;
+        self.regions_folded.count += f.count;
+        self.regions_folded.time.add(f.sum_s);
+    }
+
+    fn add_region(&mut self, rank: u32, r: &Region, from: &Site, to: &Site) {
+        let id = RegionId {
+            from: SiteKey::of_call(from, &r.from.function),
+            to: SiteKey::of_call(to, &r.to.function),
+        };
+        let acc = self.regions.entry(id).or_insert_with(|| RegionAcc {
+            shown_by: rank,
+            from: from.clone(),
+            to: to.clone(),
+            count: 0,
+            time: Fx::default(),
+            per_rank: Vec::new(),
+            spread: None,
+        });
+        if rank < acc.shown_by {
+            acc.shown_by = rank;
+            acc.from = from.clone();
+            acc.to = to.clone();
+        }
+        acc.count += r.count;
+        acc.time.add(r.sum_s);
+        // Two threads' pairs of sites may be the same report region (or
+        // two addresses on one line): one row per rank.
+        match acc.per_rank.last_mut() {
+            Some(row) if row.rank == rank => {
+                row.count += r.count;
+                row.time += r.sum_s;
+            }
+            _ => acc.per_rank.push(RegionRank {
+                rank,
+                count: r.count,
+                time: r.sum_s,
+            }),
+        }
+    }
 }

@@ -37,7 +37,8 @@ use crate::aggregate::Aggregate;
 use crate::bounded::Bounds;
 use crate::eager_limit::{eager_limit, EagerLimit, RendezvousSource, Thresholds};
 use crate::exact_sum::Fx;
-use crate::tmax_eval::{count_lookup, evaluate, site_eval, Lookups, TmaxLookup};
+use crate::site_totals::site_eval;
+use crate::tmax_eval::{count_lookup, evaluate, Lookups, TmaxLookup};
 use crate::wait_state::entry_wait_state;
 
 /// The payload's format version, which this crate writes (and reads, with

@@ -52,12 +52,13 @@ pub mod regions;
 pub mod site_key;
 pub mod site_totals;
 pub mod sketch;
+pub mod spread;
 pub mod tmax_eval;
 pub mod tree;
 pub mod wait_state;
 
 pub use aggregate::Aggregate;
-pub use bounded::{Bounds, RegionSpread, Spread, WaitDropped, BOUND_ROWS};
+pub use bounded::{Bounds, BOUND_ROWS};
 pub use display_bins::{dist_edge, dist_index_of_edge, DIST_BINS};
 pub use eager_limit::{
     eager_limit, EagerLimit, RendezvousSource, Thresholds, DEFAULT_RENDEZVOUS_BYTES,
@@ -70,6 +71,7 @@ pub use regions::{FoldedRegionTotals, RegionAcc, RegionId, RegionRank};
 pub use site_key::{Loc, SiteKey};
 pub use site_totals::{MultiWait, PeerAcc, RankSite, SiteAcc};
 pub use sketch::{Sketch, SKETCH_ALPHA, SKETCH_FLOOR_S};
+pub use spread::{RegionSpread, Spread, WaitDropped};
 pub use tmax_eval::{Lookups, Tmax, TmaxLookup};
 pub use wait_state::entry_wait_state;
 

@@ -8,7 +8,6 @@ use serde::de::{Error, Visitor};
 use serde::{Deserializer, Serializer};
 
 use crate::exact_sum::Fx;
-use crate::site_totals::{PeerAcc, RankSite};
 use crate::HashMap;
 
 /// A value with a fixed-width little-endian encoding.
@@ -19,72 +18,18 @@ pub(crate) trait Row: Sized {
     fn get(b: &[u8]) -> Self;
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
+pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default())
 }
 
-fn u64_at(b: &[u8], at: usize) -> u64 {
+pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default())
 }
 
-fn fx_at(b: &[u8], at: usize) -> Fx {
+pub(crate) fn fx_at(b: &[u8], at: usize) -> Fx {
     Fx::from_bits(i128::from_le_bytes(
         b[at..at + 16].try_into().unwrap_or_default(),
     ))
-}
-
-impl Row for RankSite {
-    const SIZE: usize = 4 + 8 + 8 + 8 + 1;
-    fn put(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.rank.to_le_bytes());
-        out.extend_from_slice(&self.calls.to_le_bytes());
-        out.extend_from_slice(&self.time.to_le_bytes());
-        // None as NaN: an overhead is never NaN (it is a sum of max(0, x)).
-        out.extend_from_slice(&self.overhead.unwrap_or(f64::NAN).to_le_bytes());
-        out.push(u8::from(self.root));
-    }
-    fn get(b: &[u8]) -> Self {
-        let o = f64::from_bits(u64_at(b, 20));
-        RankSite {
-            rank: u32_at(b, 0),
-            calls: u64_at(b, 4),
-            time: f64::from_bits(u64_at(b, 12)),
-            overhead: (!o.is_nan()).then_some(o),
-            root: b[28] != 0,
-        }
-    }
-}
-
-impl Row for PeerAcc {
-    const SIZE: usize = 16 + 16 + 8;
-    fn put(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.overhead.bits().to_le_bytes());
-        out.extend_from_slice(&self.time.bits().to_le_bytes());
-        out.extend_from_slice(&self.calls.to_le_bytes());
-    }
-    fn get(b: &[u8]) -> Self {
-        PeerAcc {
-            overhead: fx_at(b, 0),
-            time: fx_at(b, 16),
-            calls: u64_at(b, 32),
-        }
-    }
-}
-
-impl Row for crate::regions::RegionRank {
-    const SIZE: usize = 4 + 8 + 8;
-    fn put(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.rank.to_le_bytes());
-        out.extend_from_slice(&self.count.to_le_bytes());
-        out.extend_from_slice(&self.time.to_le_bytes());
-    }
-    fn get(b: &[u8]) -> Self {
-        crate::regions::RegionRank {
-            rank: u32_at(b, 0),
-            count: u64_at(b, 4),
-            time: f64::from_bits(u64_at(b, 12)),
-        }
-    }
 }
 
 impl Row for u32 {
@@ -138,7 +83,7 @@ impl<A: Row, B: Row> Row for (A, B) {
     }
 }
 
-fn bytes_of<T: Row>(rows: impl ExactSizeIterator<Item = T>) -> Vec<u8> {
+pub(crate) fn bytes_of<T: Row>(rows: impl ExactSizeIterator<Item = T>) -> Vec<u8> {
     let mut out = Vec::with_capacity(rows.len() * T::SIZE);
     for r in rows {
         r.put(&mut out);
@@ -206,47 +151,5 @@ pub(crate) mod map {
         D: Deserializer<'de>,
     {
         Ok(rows::<(K, V), D>(d)?.into_iter().collect())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rows_read_back_as_written() {
-        let v = vec![
-            RankSite {
-                rank: 7,
-                calls: 3,
-                time: 0.25,
-                overhead: None,
-                root: true,
-            },
-            RankSite {
-                rank: 65535,
-                calls: u64::MAX,
-                time: 1e-9,
-                overhead: Some(0.0),
-                root: false,
-            },
-        ];
-        let b = bytes_of(v.iter().copied());
-        assert_eq!(b.len(), 2 * RankSite::SIZE);
-        let back: Vec<RankSite> = b.chunks_exact(RankSite::SIZE).map(RankSite::get).collect();
-        assert_eq!(format!("{back:?}"), format!("{v:?}"));
-        let mut p = PeerAcc::default();
-        p.overhead.add(-3.5e-7);
-        p.time.add(1e6);
-        p.calls = 9;
-        let k = ((1u32, 2u32), p.clone());
-        let mut b = Vec::new();
-        k.put(&mut b);
-        let back = <((u32, u32), PeerAcc)>::get(&b);
-        assert_eq!(back.0, (1, 2));
-        assert_eq!(
-            (back.1.overhead, back.1.time, back.1.calls),
-            (p.overhead, p.time, 9)
-        );
     }
 }

@@ -4,12 +4,13 @@
 //! the waiting ranks' to say why it was late (`docs/method.md`, "Root
 //! causes").
 
-use mpiover_common::record::{Record, Region, Site};
+use mpiover_common::record::Site;
 use serde::{Deserialize, Serialize};
 
 use crate::exact_sum::Fx;
-use crate::packed_rows;
+use crate::packed_rows::{self, u32_at, u64_at, Row};
 use crate::site_key::SiteKey;
+use crate::spread::RegionSpread;
 
 /// A region's identity: the report sites of its two ends (each with its MPI
 /// function).
@@ -41,7 +42,7 @@ pub struct RegionAcc {
     /// Once bounded (`crate::bounded`): every rank's time, sketched;
     /// `per_rank` then holds the rows that matter only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spread: Option<crate::bounded::RegionSpread>,
+    pub spread: Option<RegionSpread>,
 }
 
 impl RegionAcc {
@@ -72,58 +73,19 @@ pub struct FoldedRegionTotals {
     pub time: Fx,
 }
 
-impl crate::Aggregate {
-    /// Folds a record's regions (called once per record).
-    pub(crate) fn add_regions<'r>(
-        &mut self,
-        rec: &'r Record,
-        site: impl Fn(u32) -> Option<&'r Site>,
-    ) {
-        for r in &rec.regions {
-            let (Some(from), Some(to)) = (site(r.from.site), site(r.to.site)) else {
-                continue;
-            };
-            self.add_region(rec.rank, r, from, to);
-        }
-        let f = &rec.regions_folded;
-        self.regions_folded.keys += f.keys;
-        self.regions_folded.count += f.count;
-        self.regions_folded.time.add(f.sum_s);
+// A region's per-rank row for `packed_rows`.
+impl Row for RegionRank {
+    const SIZE: usize = 4 + 8 + 8;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.rank.to_le_bytes());
+        out.extend_from_slice(&self.count.to_le_bytes());
+        out.extend_from_slice(&self.time.to_le_bytes());
     }
-
-    fn add_region(&mut self, rank: u32, r: &Region, from: &Site, to: &Site) {
-        let id = RegionId {
-            from: SiteKey::of_call(from, &r.from.function),
-            to: SiteKey::of_call(to, &r.to.function),
-        };
-        let acc = self.regions.entry(id).or_insert_with(|| RegionAcc {
-            shown_by: rank,
-            from: from.clone(),
-            to: to.clone(),
-            count: 0,
-            time: Fx::default(),
-            per_rank: Vec::new(),
-            spread: None,
-        });
-        if rank < acc.shown_by {
-            acc.shown_by = rank;
-            acc.from = from.clone();
-            acc.to = to.clone();
-        }
-        acc.count += r.count;
-        acc.time.add(r.sum_s);
-        // Two threads' pairs of sites may be the same report region (or
-        // two addresses on one line): one row per rank.
-        match acc.per_rank.last_mut() {
-            Some(row) if row.rank == rank => {
-                row.count += r.count;
-                row.time += r.sum_s;
-            }
-            _ => acc.per_rank.push(RegionRank {
-                rank,
-                count: r.count,
-                time: r.sum_s,
-            }),
+    fn get(b: &[u8]) -> Self {
+        RegionRank {
+            rank: u32_at(b, 0),
+            count: u64_at(b, 4),
+            time: f64::from_bits(u64_at(b, 12)),
         }
     }
 }

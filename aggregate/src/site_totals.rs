@@ -8,11 +8,12 @@ use mpiover_common::profile::Basis;
 use mpiover_common::record::Site;
 use serde::{Deserialize, Serialize};
 
-use crate::bounded::Spread;
 use crate::display_bins::DIST_BINS;
 use crate::exact_sum::Fx;
-use crate::tmax_eval::weaker;
-use crate::{packed_rows, HashMap};
+use crate::packed_rows::{self, fx_at, u32_at, u64_at, Row};
+use crate::spread::Spread;
+use crate::tmax_eval::{weaker, EntryEval, Tmax};
+use crate::HashMap;
 
 /// One rank's figures at one site.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -233,5 +234,119 @@ mod static_rules {
         Ok(m.into_iter()
             .filter_map(|(k, v)| Some((crate::tmax_eval::composed_rule(Some(&k))?, v)))
             .collect())
+    }
+}
+
+/// What an entry's tmax adds to its site: overhead (by wait state), calls
+/// over tmax, the range and basis of tmax, composition rules, and why a
+/// tmax is missing.
+pub fn site_eval(acc: &mut SiteAcc, ev: &EntryEval, count: u64, state: Option<WaitState>) {
+    if let Some(Tmax {
+        s: t,
+        out_of_range: oor,
+        basis,
+        ..
+    }) = ev.tmax
+    {
+        acc.basis = weaker(acc.basis, basis);
+        acc.overhead.add(ev.overhead);
+        acc.tmax_sum.add(t * count as f64);
+        acc.calls_over.add(ev.calls_over);
+        acc.calls_with_tmax += count;
+        if oor {
+            acc.out_of_range_calls += count;
+        }
+        acc.tmax_min = acc.tmax_min.min(t);
+        acc.tmax_max = acc.tmax_max.max(t);
+        acc.states.entry(state).or_default().add(ev.overhead);
+        if let Some(rule) = ev.tmax.and_then(|t| t.composed) {
+            *acc.composed.entry(rule).or_default() += count;
+        }
+    }
+    if let Some(why) = &ev.missing {
+        *acc.missing.entry(why.clone()).or_default() += count;
+    }
+}
+
+// The fixed-width rows of a site's per-rank table and its peers, for
+// `packed_rows` (which knows no type of the aggregate).
+impl Row for RankSite {
+    const SIZE: usize = 4 + 8 + 8 + 8 + 1;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.rank.to_le_bytes());
+        out.extend_from_slice(&self.calls.to_le_bytes());
+        out.extend_from_slice(&self.time.to_le_bytes());
+        // None as NaN: an overhead is never NaN (it is a sum of max(0, x)).
+        out.extend_from_slice(&self.overhead.unwrap_or(f64::NAN).to_le_bytes());
+        out.push(u8::from(self.root));
+    }
+    fn get(b: &[u8]) -> Self {
+        let o = f64::from_bits(u64_at(b, 20));
+        RankSite {
+            rank: u32_at(b, 0),
+            calls: u64_at(b, 4),
+            time: f64::from_bits(u64_at(b, 12)),
+            overhead: (!o.is_nan()).then_some(o),
+            root: b[28] != 0,
+        }
+    }
+}
+
+impl Row for PeerAcc {
+    const SIZE: usize = 16 + 16 + 8;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.overhead.bits().to_le_bytes());
+        out.extend_from_slice(&self.time.bits().to_le_bytes());
+        out.extend_from_slice(&self.calls.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> Self {
+        PeerAcc {
+            overhead: fx_at(b, 0),
+            time: fx_at(b, 16),
+            calls: u64_at(b, 32),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PeerAcc, RankSite};
+    use crate::packed_rows::{bytes_of, Row};
+
+    #[test]
+    fn rows_read_back_as_written() {
+        let v = vec![
+            RankSite {
+                rank: 7,
+                calls: 3,
+                time: 0.25,
+                overhead: None,
+                root: true,
+            },
+            RankSite {
+                rank: 65535,
+                calls: u64::MAX,
+                time: 1e-9,
+                overhead: Some(0.0),
+                root: false,
+            },
+        ];
+        let b = bytes_of(v.iter().copied());
+        assert_eq!(b.len(), 2 * RankSite::SIZE);
+        let back: Vec<RankSite> = b.chunks_exact(RankSite::SIZE).map(RankSite::get).collect();
+        assert_eq!(format!("{back:?}"), format!("{v:?}"));
+        let mut p = PeerAcc::default();
+        p.overhead.add(-3.5e-7);
+        p.time.add(1e6);
+        p.calls = 9;
+        let k = ((1u32, 2u32), p.clone());
+        let mut b = Vec::new();
+        k.put(&mut b);
+        let back = <((u32, u32), PeerAcc)>::get(&b);
+        assert_eq!(back.0, (1, 2));
+        assert_eq!(
+            (back.1.overhead, back.1.time, back.1.calls),
+            (p.overhead, p.time, 9)
+        );
     }
 }

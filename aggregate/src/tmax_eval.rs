@@ -3,12 +3,9 @@
 //! tmax lookups.
 
 use mpiover_common::completion::{KeyRef, Missing};
-use mpiover_common::functions::WaitState;
 use mpiover_common::profile::Basis;
 use mpiover_common::record::Entry;
 use serde::{Deserialize, Serialize};
-
-use crate::site_totals::SiteAcc;
 
 /// tmax of one call.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -168,36 +165,5 @@ pub fn count_lookup(l: &mut Lookups, ev: &EntryEval, calls: u64, entries: u64) {
             l.missing_entries += entries;
             l.missing_calls += calls;
         }
-    }
-}
-
-/// What an entry's tmax adds to its site: overhead (by wait state), calls
-/// over tmax, the range and basis of tmax, composition rules, and why a
-/// tmax is missing.
-pub fn site_eval(acc: &mut SiteAcc, ev: &EntryEval, count: u64, state: Option<WaitState>) {
-    if let Some(Tmax {
-        s: t,
-        out_of_range: oor,
-        basis,
-        ..
-    }) = ev.tmax
-    {
-        acc.basis = weaker(acc.basis, basis);
-        acc.overhead.add(ev.overhead);
-        acc.tmax_sum.add(t * count as f64);
-        acc.calls_over.add(ev.calls_over);
-        acc.calls_with_tmax += count;
-        if oor {
-            acc.out_of_range_calls += count;
-        }
-        acc.tmax_min = acc.tmax_min.min(t);
-        acc.tmax_max = acc.tmax_max.max(t);
-        acc.states.entry(state).or_default().add(ev.overhead);
-        if let Some(rule) = ev.tmax.and_then(|t| t.composed) {
-            *acc.composed.entry(rule).or_default() += count;
-        }
-    }
-    if let Some(why) = &ev.missing {
-        *acc.missing.entry(why.clone()).or_default() += count;
     }
 }

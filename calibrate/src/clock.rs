@@ -58,7 +58,7 @@
 use std::ffi::OsStr;
 
 use mpiover_common::profile::RankClock;
-use mpiover_common::settings::{Timer, Var};
+use mpiover_common::settings::{TimerSetting as Timer, Var};
 
 use crate::mpi::{self, Comm};
 use crate::skew::{parse_skew, skew_for, Skew};

@@ -11,8 +11,9 @@
 //! - [`functions`]: the catalogue of communication events and their class
 //!   (what a wait in them means).
 //! - [`profile`]: the calibrated tmax profile (`mpiover-profile/1`) and its lookup.
-//! - [`run`]: loading and checking a run directory (all ranks' records), and
-//!   its default name ([`run::dir`]).
+//! - [`run`]: loading and checking a run directory (all ranks' records), its
+//!   default name ([`run::dir`]) and the job log that can stand for the
+//!   records ([`run::joblog`]).
 //! - [`rng`]: the deterministic generator of the synthetic records and the
 //!   calibrator's run order.
 //! - [`settings`]: the `MPIOVER_*` environment variables and their typed values.
@@ -25,15 +26,12 @@ pub mod demangle;
 pub mod functions;
 pub mod histogram;
 pub mod host;
-#[cfg(feature = "files")]
-pub mod joblog;
 pub mod one_line;
 pub mod profile;
 pub mod record;
 pub mod rng;
 #[cfg(feature = "files")]
 pub mod run;
-/// The old path of [`run::dir`], kept while `interpose` still names it.
 pub mod settings;
 pub mod suggest;
 pub mod timer;

@@ -12,6 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::histogram::Histogram;
 
+mod check;
+#[cfg(test)]
+pub(crate) mod sample;
+pub use check::RecordFault;
+
 pub const RECORD_SCHEMA: &str = "mpiover-record/1";
 
 /// `finished` of a record written at `MPI_Finalize` just before the job log

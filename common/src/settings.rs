@@ -20,13 +20,13 @@ pub enum Var {
     Depth,
     /// Distinct keys per thread before folding into `other`.
     MaxKeys,
-    /// The duration timer ([`Timer`]).
+    /// The duration timer ([`TimerSetting`]).
     Timer,
     /// The calibrated profile: online overhead.
     Profile,
     /// Set: no warnings on stderr.
     Quiet,
-    /// What the records are written as ([`Format`]).
+    /// What the records are written as ([`RecordFormat`]).
     Format,
     /// Ranks above which `auto` writes the job log ([`LOG_ABOVE`]).
     LogAbove,
@@ -145,7 +145,7 @@ fn bad(var: Var, v: &OsStr, expected: &str, fallback: &str) -> BadValue {
 /// `MPIOVER_FORMAT`: what the interposer writes the records as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum Format {
+pub enum RecordFormat {
     /// Per-rank records up to MPIOVER_LOG_ABOVE ranks (1024 unless set),
     /// the job log above.
     #[default]
@@ -159,38 +159,43 @@ pub enum Format {
     Both,
 }
 
-impl Format {
+impl RecordFormat {
     /// The value as the variable spells it.
     pub const fn as_str(self) -> &'static str {
         match self {
-            Format::Auto => "auto",
-            Format::PerRank => "per-rank",
-            Format::Log => "log",
-            Format::Both => "both",
+            RecordFormat::Auto => "auto",
+            RecordFormat::PerRank => "per-rank",
+            RecordFormat::Log => "log",
+            RecordFormat::Both => "both",
         }
     }
 
     /// Unset or empty: the default.
-    pub fn parse(v: Option<&OsStr>) -> Result<Format, BadValue> {
+    pub fn parse(v: Option<&OsStr>) -> Result<RecordFormat, BadValue> {
         let Some(v) = v else {
-            return Ok(Format::default());
+            return Ok(RecordFormat::default());
         };
         match v.to_str() {
-            Some("") => Ok(Format::default()),
-            Some(s) => [Format::Auto, Format::PerRank, Format::Log, Format::Both]
-                .into_iter()
-                .find(|f| f.as_str() == s)
-                .ok_or_else(|| bad(Var::Format, v, FORMATS, "auto")),
+            Some("") => Ok(RecordFormat::default()),
+            Some(s) => [
+                RecordFormat::Auto,
+                RecordFormat::PerRank,
+                RecordFormat::Log,
+                RecordFormat::Both,
+            ]
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| bad(Var::Format, v, FORMATS, "auto")),
             None => Err(bad(Var::Format, v, FORMATS, "auto")),
         }
     }
 
     /// What a job of `ranks` writes: `auto` is per-rank up to `log_above`
     /// ranks and the job log above; the others are what they say.
-    pub fn resolve(self, ranks: u64, log_above: u64) -> Format {
+    pub fn resolve(self, ranks: u64, log_above: u64) -> RecordFormat {
         match self {
-            Format::Auto if ranks > log_above => Format::Log,
-            Format::Auto => Format::PerRank,
+            RecordFormat::Auto if ranks > log_above => RecordFormat::Log,
+            RecordFormat::Auto => RecordFormat::PerRank,
             f => f,
         }
     }
@@ -228,7 +233,7 @@ pub const LOG_ROWS: Bounded = Bounded {
 /// (both read it alike, so that a profile is measured with the timer the
 /// run uses).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Timer {
+pub enum TimerSetting {
     /// The TSC where it is constant and non-stop, else `clock_gettime`.
     #[default]
     Auto,
@@ -238,16 +243,16 @@ pub enum Timer {
     Clock,
 }
 
-impl Timer {
+impl TimerSetting {
     /// Unset, empty or `auto`: automatic; `tsc`/`rdtsc`, `clock`/`clock_gettime`.
-    pub fn parse(v: Option<&OsStr>) -> Result<Timer, BadValue> {
+    pub fn parse(v: Option<&OsStr>) -> Result<TimerSetting, BadValue> {
         let Some(v) = v else {
-            return Ok(Timer::Auto);
+            return Ok(TimerSetting::Auto);
         };
         match v.to_str() {
-            Some("" | "auto") => Ok(Timer::Auto),
-            Some("tsc" | "rdtsc") => Ok(Timer::Tsc),
-            Some("clock" | "clock_gettime") => Ok(Timer::Clock),
+            Some("" | "auto") => Ok(TimerSetting::Auto),
+            Some("tsc" | "rdtsc") => Ok(TimerSetting::Tsc),
+            Some("clock" | "clock_gettime") => Ok(TimerSetting::Clock),
             _ => Err(bad(Var::Timer, v, "tsc, clock or auto", "auto")),
         }
     }
@@ -256,9 +261,9 @@ impl Timer {
     /// automatic (what [`crate::timer::init`] takes).
     pub const fn use_tsc(self) -> Option<bool> {
         match self {
-            Timer::Auto => None,
-            Timer::Tsc => Some(true),
-            Timer::Clock => Some(false),
+            TimerSetting::Auto => None,
+            TimerSetting::Tsc => Some(true),
+            TimerSetting::Clock => Some(false),
         }
     }
 }
@@ -364,32 +369,44 @@ mod tests {
     #[test]
     fn auto_writes_the_job_log_above_the_threshold_only() {
         let above = LOG_ABOVE.default;
-        assert_eq!(Format::Auto.resolve(above, above), Format::PerRank);
-        assert_eq!(Format::Auto.resolve(above + 1, above), Format::Log);
-        assert_eq!(Format::Auto.resolve(1, 0), Format::Log);
+        assert_eq!(
+            RecordFormat::Auto.resolve(above, above),
+            RecordFormat::PerRank
+        );
+        assert_eq!(
+            RecordFormat::Auto.resolve(above + 1, above),
+            RecordFormat::Log
+        );
+        assert_eq!(RecordFormat::Auto.resolve(1, 0), RecordFormat::Log);
         // An explicit choice holds at any size.
-        assert_eq!(Format::PerRank.resolve(1 << 20, above), Format::PerRank);
-        assert_eq!(Format::Log.resolve(2, above), Format::Log);
-        assert_eq!(Format::Both.resolve(2, above), Format::Both);
+        assert_eq!(
+            RecordFormat::PerRank.resolve(1 << 20, above),
+            RecordFormat::PerRank
+        );
+        assert_eq!(RecordFormat::Log.resolve(2, above), RecordFormat::Log);
+        assert_eq!(RecordFormat::Both.resolve(2, above), RecordFormat::Both);
         assert_eq!(LOG_ABOVE.parse(Some(OsStr::new("16"))), Ok(16));
         assert!(LOG_ABOVE.parse(Some(OsStr::new("-1"))).is_err());
     }
 
     #[test]
     fn values_parse_as_documented() {
-        assert_eq!(Format::parse(None), Ok(Format::Auto));
-        assert_eq!(Format::parse(os("")), Ok(Format::Auto));
-        assert_eq!(Format::parse(os("auto")), Ok(Format::Auto));
-        assert_eq!(Format::parse(os("per-rank")), Ok(Format::PerRank));
-        assert_eq!(Format::parse(os("log")), Ok(Format::Log));
-        let e = Format::parse(os("xml")).unwrap_err();
+        assert_eq!(RecordFormat::parse(None), Ok(RecordFormat::Auto));
+        assert_eq!(RecordFormat::parse(os("")), Ok(RecordFormat::Auto));
+        assert_eq!(RecordFormat::parse(os("auto")), Ok(RecordFormat::Auto));
+        assert_eq!(
+            RecordFormat::parse(os("per-rank")),
+            Ok(RecordFormat::PerRank)
+        );
+        assert_eq!(RecordFormat::parse(os("log")), Ok(RecordFormat::Log));
+        let e = RecordFormat::parse(os("xml")).unwrap_err();
         assert_eq!(
             e.to_string(),
             "MPIOVER_FORMAT=\"xml\" is not auto, per-rank, log or both; using auto"
         );
-        assert_eq!(Timer::parse(os("rdtsc")), Ok(Timer::Tsc));
-        assert_eq!(Timer::parse(os("auto")), Ok(Timer::Auto));
-        let e = Timer::parse(os("sundial")).unwrap_err();
+        assert_eq!(TimerSetting::parse(os("rdtsc")), Ok(TimerSetting::Tsc));
+        assert_eq!(TimerSetting::parse(os("auto")), Ok(TimerSetting::Auto));
+        let e = TimerSetting::parse(os("sundial")).unwrap_err();
         assert_eq!(
             e.without_fallback(),
             "MPIOVER_TIMER=\"sundial\" is not tsc, clock or auto"

@@ -65,7 +65,7 @@ fn tsc_usable() -> bool {
 }
 
 /// Chooses the timer and makes the quick rate estimate. `choice` is the
-/// `MPIOVER_TIMER` option (`crate::settings::Timer::use_tsc`; `None` =
+/// `MPIOVER_TIMER` option (`crate::settings::TimerSetting::use_tsc`; `None` =
 /// automatic).
 pub fn init(choice: Option<bool>) {
     let tsc = choice.unwrap_or_else(tsc_usable) && cfg!(target_arch = "x86_64");

@@ -69,6 +69,7 @@ mod merge_tree;
 mod record_file;
 pub mod signal_actions;
 pub mod site_ref;
+mod site_ways;
 pub mod sites;
 mod spare;
 pub mod tail_call;

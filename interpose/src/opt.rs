@@ -11,8 +11,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-pub use mpiover_common::settings::Format;
-use mpiover_common::settings::{self, BadValue, Debug, Timer, Var};
+pub use mpiover_common::settings::RecordFormat as Format;
+use mpiover_common::settings::{self, BadValue, Debug, TimerSetting as Timer, Var};
 
 /// The options of this process.
 #[derive(Debug, Clone)]

@@ -25,9 +25,9 @@
 
 use std::collections::BTreeMap;
 
+use mpiover_aggregate::{dist_index_of_edge, DIST_BINS};
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{dist_index_of_edge, DIST_BINS};
 use crate::model::{DiffStatus, RankedBy, Report, SiteReport, WaitState};
 
 pub const DIFF_SCHEMA: &str = "mpiover-diff/1";

@@ -25,7 +25,9 @@ pub mod model;
 pub mod profile_check;
 pub mod profile_cmd;
 pub mod profile_show;
+pub mod prose;
 pub mod signif;
+pub mod source;
 #[cfg(any(test, feature = "synth"))]
 pub mod synth;
 pub mod tmax;

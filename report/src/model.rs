@@ -23,6 +23,9 @@ pub use stability::{Level, LevelKey, Margin, Stability};
 mod tmax_from;
 pub use tmax_from::TmaxFrom;
 
+mod limits;
+pub use limits::{CAUSE_OF_OVERHEAD, CAUSE_OF_REFERENCE, TOP_REGIONS};
+
 /// A kind whose JSON spelling is also how reports print it.
 macro_rules! spelled {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal),+ $(,)? }) => {
@@ -135,7 +138,7 @@ pub struct Report {
     pub schema: String,
     /// `mpiover <version>`.
     pub generator: String,
-    pub run: RunInfo,
+    pub run: ReportedRun,
     pub summary: Summary,
     /// Every site, ranked (worst first).
     pub sites: Vec<SiteReport>,
@@ -156,7 +159,7 @@ pub struct Report {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunInfo {
+pub struct ReportedRun {
     /// The run directory as given.
     pub dir: String,
     pub run_id: String,

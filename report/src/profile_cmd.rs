@@ -8,6 +8,8 @@ use anyhow::{bail, Context};
 use clap::Subcommand;
 use mpiover_common::profile::{Profile, ProfileEntry, Query};
 
+use crate::units::precise_secs;
+
 #[derive(Debug, Subcommand)]
 pub enum ProfileCmd {
     /// Print a profile as a readable table: environment, method, one line per base point.
@@ -145,22 +147,6 @@ fn function_name(prof: &Profile, f: &str) -> String {
         .unwrap_or_else(|| f.trim().to_string())
 }
 
-/// A duration with a unit that keeps it readable.
-pub fn fmt_s(s: f64) -> String {
-    let a = s.abs();
-    if !s.is_finite() {
-        format!("{s}")
-    } else if a >= 1.0 {
-        format!("{s:.3} s")
-    } else if a >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else if a >= 1e-6 {
-        format!("{:.3} us", s * 1e6)
-    } else {
-        format!("{:.1} ns", s * 1e9)
-    }
-}
-
 fn fmt_bytes(b: u64) -> String {
     if b >= 1 << 20 && b.trailing_zeros() >= 20 {
         format!("{}Mi", b >> 20)
@@ -256,8 +242,8 @@ fn show_environment(prof: &Profile, lines: &mut Vec<String>) {
     lines.push(format!(
         "  timer:    {} (resolution {}, cost {})",
         env.timer.name,
-        fmt_s(env.timer.resolution_s),
-        fmt_s(env.timer.cost_s)
+        precise_secs(env.timer.resolution_s),
+        precise_secs(env.timer.cost_s)
     ));
 }
 
@@ -290,7 +276,7 @@ fn show_method(prof: &Profile, lines: &mut Vec<String>) {
             cs.fitpoints,
             cs.exchanges,
             cs.resync_interval_s,
-            fmt_s(worst)
+            precise_secs(worst)
         ));
         lines.extend(crate::profile_show::clock_hosts(prof, cs));
         let wrong: Vec<String> = cs
@@ -302,7 +288,7 @@ fn show_method(prof: &Profile, lines: &mut Vec<String>) {
                     "rank {} {} time(s), worst {}",
                     r.rank,
                     r.model_failures,
-                    fmt_s(r.prediction_error_s)
+                    precise_secs(r.prediction_error_s)
                 )
             })
             .collect();
@@ -413,9 +399,9 @@ fn show_entries(entries: &[&ProfileEntry], lines: &mut Vec<String>) {
             role,
             e.n,
             e.n_invalid,
-            fmt_s(e.min_s),
-            fmt_s(e.median_s),
-            fmt_s(e.tmax_s),
+            precise_secs(e.min_s),
+            precise_secs(e.median_s),
+            precise_secs(e.tmax_s),
             model,
             e.runs.len().max(1)
         ));
@@ -497,7 +483,7 @@ fn lookup(out: Sink, path: &PathBuf, asked: &Query, json: bool) -> anyhow::Resul
             "{f} p={p} bytes={bytes}{}: tmax = {:e} s ({}), {how}",
             role.map(|r| format!(" role={r}")).unwrap_or_default(),
             l.tmax_s,
-            fmt_s(l.tmax_s)
+            precise_secs(l.tmax_s)
         )],
     )
 }

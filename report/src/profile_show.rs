@@ -6,11 +6,15 @@
 
 use mpiover_common::profile::{ClockSync, Profile, RankClock};
 
-use crate::profile_cmd::fmt_s;
+use crate::units::precise_secs;
 
 /// A signed duration (`+5.00 ms`, `-120 ns`).
 fn signed(s: f64) -> String {
-    format!("{}{}", if s < 0.0 { "-" } else { "+" }, fmt_s(s.abs()))
+    format!(
+        "{}{}",
+        if s < 0.0 { "-" } else { "+" },
+        precise_secs(s.abs())
+    )
 }
 
 /// One line per host: its ranks, their clocks' offset from rank 0's at the
@@ -55,7 +59,7 @@ pub(crate) fn clock_hosts(prof: &Profile, cs: &ClockSync) -> Vec<String> {
                 "            {h} ({}): offset {} at the start, drift {ppm:+.2} ppm, worst residual {}",
                 rank_list(&rs),
                 signed(start),
-                fmt_s(worst)
+                precise_secs(worst)
             )
         })
         .collect()

@@ -1,4 +1,4 @@
-//! Human units for the text and HTML exporters.
+//! Human units for the text and HTML exporters and the profile commands.
 
 /// Seconds with three significant digits and a unit among ns, us, ms, s.
 pub fn secs(s: f64) -> String {
@@ -19,6 +19,23 @@ pub fn secs(s: f64) -> String {
         (s, "s")
     };
     format!("{} {unit}", sig3(v))
+}
+
+/// A duration with three decimals in a unit that keeps it readable
+/// (`1.234 ms`), for the profile commands' figures.
+pub fn precise_secs(s: f64) -> String {
+    let a = s.abs();
+    if !s.is_finite() {
+        format!("{s}")
+    } else if a >= 1.0 {
+        format!("{s:.3} s")
+    } else if a >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else if a >= 1e-6 {
+        format!("{:.3} us", s * 1e6)
+    } else {
+        format!("{:.1} ns", s * 1e9)
+    }
 }
 
 /// Bytes in B, KiB, MiB, GiB, TiB.

@@ -6,7 +6,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use mpiover_stats::chi2::{group_bounds, groups_for, test};
-use mpiover_stats::{fit, Binning, FitOptions, Histogram, ModelKind, Sample, Stop, StoppingRule};
+use mpiover_stats::{
+    fit, Binning, ErrorClasses, FitOptions, ModelKind, Sample, Stop, StoppingRule,
+};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, Poisson};
@@ -156,7 +158,7 @@ fn main() {
     ] {
         let v = gen(400, 11);
         let s = Sample::new(&v).unwrap();
-        let h = Histogram::new(&s, Binning::choose(&s, 1e-9, None).unwrap()).unwrap();
+        let h = ErrorClasses::new(&s, Binning::choose(&s, 1e-9, None).unwrap()).unwrap();
         print!("{name:<12}");
         for k in ModelKind::ALL {
             let (mle, _) = time(

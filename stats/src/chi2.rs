@@ -16,7 +16,7 @@
 //!   The model is accepted when chi2^ <= critical value; the p-value is P(chi2_nu >= chi2^).
 use serde::Serialize;
 
-use crate::histogram::Histogram;
+use crate::histogram::ErrorClasses;
 use crate::model::Model;
 use crate::special::{chi2_critical, chi2_critical_wilson_hilferty, chi2_sf};
 
@@ -71,7 +71,7 @@ pub fn group_bounds(model: &Model, n: u64, min_expected: f64) -> Vec<(u64, u64)>
 }
 
 /// Observed and expected counts of `model` in the groups `bounds`.
-pub fn groups_for(model: &Model, h: &Histogram, bounds: &[(u64, u64)]) -> Vec<Group> {
+pub fn groups_for(model: &Model, h: &ErrorClasses, bounds: &[(u64, u64)]) -> Vec<Group> {
     let nf = h.n() as f64;
     bounds
         .iter()
@@ -110,7 +110,7 @@ pub fn statistic(groups: &[Group]) -> f64 {
 
 /// chi2^ of `model` on fixed group boundaries (used to compare a refined lambda with the MLE on
 /// the same classes).
-pub fn statistic_on(model: &Model, h: &Histogram, bounds: &[(u64, u64)]) -> f64 {
+pub fn statistic_on(model: &Model, h: &ErrorClasses, bounds: &[(u64, u64)]) -> f64 {
     statistic(&groups_for(model, h, bounds))
 }
 
@@ -184,10 +184,10 @@ mod tests {
     use crate::histogram::Binning;
     use crate::sample::Sample;
 
-    fn hist(ticks: &[u64]) -> Histogram {
+    fn hist(ticks: &[u64]) -> ErrorClasses {
         let v: Vec<f64> = ticks.iter().map(|&k| 1e-6 + k as f64 * 1e-9).collect();
         let s = Sample::new(&v).unwrap();
-        Histogram::new(&s, Binning::choose(&s, 1e-9, Some(1e-9)).unwrap()).unwrap()
+        ErrorClasses::new(&s, Binning::choose(&s, 1e-9, Some(1e-9)).unwrap()).unwrap()
     }
 
     #[test]

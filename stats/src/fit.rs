@@ -64,7 +64,7 @@ use serde::Serialize;
 
 use crate::chi2::{self, group_bounds, groups_for, statistic_on, Group, Verdict};
 use crate::error::StatsError;
-use crate::histogram::{BinRule, Binning, Histogram};
+use crate::histogram::{BinRule, Binning, ErrorClasses};
 use crate::model::ModelKind;
 use crate::quantile::{min_n_for_ci_with_coverage, quantile_ci_with_coverage};
 use crate::refine::{refine, Objective};
@@ -337,11 +337,11 @@ pub fn fit(sample_s: &[f64], opts: &FitOptions) -> Result<FitResult, StatsError>
         });
     }
     let binning = Binning::choose(&sample, opts.resolution_s, opts.bin_width_s)?;
-    let hist = Histogram::new(&sample, binning)?;
+    let hist = ErrorClasses::new(&sample, binning)?;
     Ok(fit_histogram(&sample, &hist, q, opts))
 }
 
-fn fit_model(kind: ModelKind, h: &Histogram, q: QMax, opts: &FitOptions) -> Option<ModelFit> {
+fn fit_model(kind: ModelKind, h: &ErrorClasses, q: QMax, opts: &FitOptions) -> Option<ModelFit> {
     let mle = kind.mle(h)?;
     let bounds = group_bounds(&mle, h.n(), opts.min_expected);
     let chi2_mle = statistic_on(&mle, h, &bounds);
@@ -392,7 +392,7 @@ fn fit_model(kind: ModelKind, h: &Histogram, q: QMax, opts: &FitOptions) -> Opti
     })
 }
 
-fn fit_histogram(sample: &Sample, h: &Histogram, q: QMax, opts: &FitOptions) -> FitResult {
+fn fit_histogram(sample: &Sample, h: &ErrorClasses, q: QMax, opts: &FitOptions) -> FitResult {
     let models: Vec<ModelFit> = ModelKind::ALL
         .iter()
         .filter_map(|&k| fit_model(k, h, q, opts))
@@ -527,7 +527,7 @@ mod tests {
             width_s: 1e-9,
         };
         let s = Sample::new(&v).unwrap();
-        let h = Histogram::new(&s, Binning::choose(&s, 1e-9, Some(1e-9)).unwrap()).unwrap();
+        let h = ErrorClasses::new(&s, Binning::choose(&s, 1e-9, Some(1e-9)).unwrap()).unwrap();
         let mle_model = ModelKind::Exponential.mle(&h).unwrap();
         let bounds = group_bounds(&mle_model, h.n(), 5.0);
         assert!((statistic_on(&refined, &h, &bounds) - m.chi2).abs() < 1e-12);
@@ -552,7 +552,7 @@ mod tests {
     fn refinement_is_discarded_when_it_raises_chi2() {
         let v = from_counts(&[30, 40, 20, 10]);
         let s = Sample::new(&v).unwrap();
-        let h = Histogram::new(&s, Binning::choose(&s, 1e-9, Some(1e-9)).unwrap()).unwrap();
+        let h = ErrorClasses::new(&s, Binning::choose(&s, 1e-9, Some(1e-9)).unwrap()).unwrap();
         let mle = ModelKind::Poisson.mle(&h).unwrap();
         let bounds = group_bounds(&mle, h.n(), 5.0);
         let moved = refine(&mle, &h, &bounds, Objective::L1).unwrap();

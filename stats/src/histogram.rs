@@ -190,7 +190,7 @@ pub fn class_index(t_s: f64, min_s: f64, width_s: f64) -> u64 {
 /// The histogram of the errors: occupied classes only (a run-time sample is sparse in its
 /// tail), with the class sum the maximum-likelihood estimators need.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Histogram {
+pub struct ErrorClasses {
     binning: Binning,
     min_s: f64,
     n: u64,
@@ -200,10 +200,10 @@ pub struct Histogram {
     class_sum: u128,
 }
 
-impl Histogram {
+impl ErrorClasses {
     /// Sorts the errors of `sample` into classes of `binning.width_s`. Errors when all of
     /// them fall into class 0 (nothing to fit).
-    pub fn new(sample: &Sample, binning: Binning) -> Result<Histogram, StatsError> {
+    pub fn new(sample: &Sample, binning: Binning) -> Result<ErrorClasses, StatsError> {
         let min_s = sample.min();
         let w = binning.width_s;
         let mut occupied: Vec<(u64, u64)> = Vec::new();
@@ -224,7 +224,7 @@ impl Histogram {
                 max_error_s: sample.max() - min_s,
             });
         }
-        Ok(Histogram {
+        Ok(ErrorClasses {
             binning,
             min_s,
             n: sample.len() as u64,
@@ -392,7 +392,7 @@ mod tests {
         let ticks = [0u64, 0, 1, 1, 1, 2, 5, 5, 9];
         let v: Vec<f64> = ticks.iter().map(|&k| 1e-5 + k as f64 * r).collect();
         let s = sample(&v);
-        let h = Histogram::new(&s, Binning::choose(&s, r, Some(r)).unwrap()).unwrap();
+        let h = ErrorClasses::new(&s, Binning::choose(&s, r, Some(r)).unwrap()).unwrap();
         assert_eq!(h.occupied(), &[(0, 2), (1, 3), (2, 1), (5, 2), (9, 1)]);
         assert_eq!(h.n(), 9);
         assert!((h.mean_class() - 24.0 / 9.0).abs() < 1e-15);
@@ -408,7 +408,7 @@ mod tests {
         let s = sample(&[1e-6, 1.5e-6, 1.9e-6]);
         let b = Binning::choose(&s, 1e-6, None).unwrap();
         assert!(matches!(
-            Histogram::new(&s, b),
+            ErrorClasses::new(&s, b),
             Err(StatsError::SingleClass { n: 3, .. })
         ));
     }

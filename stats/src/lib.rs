@@ -97,7 +97,7 @@ pub use chi2::{Group, Verdict};
 pub use compare::mann_whitney_binned;
 pub use error::StatsError;
 pub use fit::{fit, FitOptions, FitResult, ModelFit};
-pub use histogram::{class_index, BinRule, Binning, Histogram};
+pub use histogram::{class_index, BinRule, Binning, ErrorClasses};
 pub use model::{Model, ModelKind};
 pub use quantile::{
     min_n_for_ci, min_n_for_ci_with_coverage, order_stat_coverage, quantile_ci,

@@ -29,7 +29,7 @@ use serde::Serialize;
 use statrs::function::gamma::ln_gamma;
 
 use crate::chi2::statistic_on;
-use crate::histogram::Histogram;
+use crate::histogram::ErrorClasses;
 use crate::model::{Model, ModelKind};
 
 /// What the refinement minimizes.
@@ -48,7 +48,7 @@ const BRACKET: (f64, f64) = (0.618_033_988_749_895, 1.618_033_988_749_895);
 const MAX_ITERS: u64 = 100;
 
 /// D(lambda) of eq. 10 for `model` on `h`.
-pub fn l1_distance(model: &Model, h: &Histogram) -> f64 {
+pub fn l1_distance(model: &Model, h: &ErrorClasses) -> f64 {
     let nf = h.n() as f64;
     let s: f64 = h
         .occupied()
@@ -64,7 +64,7 @@ pub fn l1_distance(model: &Model, h: &Histogram) -> f64 {
 struct Cost<'a> {
     kind: ModelKind,
     lambda0: f64,
-    h: &'a Histogram,
+    h: &'a ErrorClasses,
     objective: Objective,
     bounds: &'a [(u64, u64)],
     /// ln k! for every occupied class (Poisson only), so that an evaluation costs one exp
@@ -117,7 +117,7 @@ impl CostFunction for Cost<'_> {
 /// Whether to keep it is the caller's decision (it is kept when it lowers chi2^).
 pub fn refine(
     start: &Model,
-    h: &Histogram,
+    h: &ErrorClasses,
     bounds: &[(u64, u64)],
     objective: Objective,
 ) -> Option<Model> {
@@ -157,10 +157,10 @@ mod tests {
     use crate::histogram::Binning;
     use crate::sample::Sample;
 
-    fn hist(ticks: &[u64]) -> Histogram {
+    fn hist(ticks: &[u64]) -> ErrorClasses {
         let v: Vec<f64> = ticks.iter().map(|&k| 2e-6 + k as f64 * 1e-9).collect();
         let s = Sample::new(&v).unwrap();
-        Histogram::new(&s, Binning::choose(&s, 1e-9, Some(1e-9)).unwrap()).unwrap()
+        ErrorClasses::new(&s, Binning::choose(&s, 1e-9, Some(1e-9)).unwrap()).unwrap()
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! The wait-state names ([`WaitState`]) follow Scalasca so
 //! that users recognise them.
 //!
-//! - [`catalogue`]: the record of a function and the lookups.
+//! - [`catalogue`]: the lookups over the rows.
+//! - [`nature`]: the record of a function (the types of a row).
 //! - [`table`]: the rows, one per event function.
 //! - [`roles`]: the parameters of a function by role, from which the
 //!   interposer generates its wrapper.
@@ -23,6 +24,7 @@
 
 pub mod catalogue;
 pub mod keys;
+pub mod nature;
 pub mod roles;
 pub mod table;
 pub mod wait_state;

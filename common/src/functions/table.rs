@@ -7,7 +7,7 @@
 //! relative `posted` (or that post made `persistent`): it inherits the
 //! nature and the roles, which is what keeps the relatives consistent.
 
-use super::catalogue::{
+use super::nature::{
     Blocks, Completion, CompletionHow, Direction, EventClass, Function, Scope, SendMode,
 };
 use super::roles::{self, Len, Roles};

@@ -36,6 +36,19 @@ impl FitModel {
         }
     }
 
+    /// Parameters of a body family (the statistics' `ModelKind::n_params`,
+    /// held equal by a test of `fitted`); none for the tail model. Here as
+    /// well because the preload library reads profiles without the
+    /// statistics crate.
+    pub fn body_params(self) -> Option<usize> {
+        match self {
+            FitModel::Poisson | FitModel::Exponential => Some(1),
+            FitModel::NegBinomial | FitModel::LogNormal => Some(2),
+            FitModel::Mixture => Some(3),
+            FitModel::Tail => None,
+        }
+    }
+
     /// True for the tail model, false for the body families.
     pub fn is_tail(self) -> bool {
         self == FitModel::Tail

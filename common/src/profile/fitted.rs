@@ -83,7 +83,11 @@ mod tests {
             assert_eq!(m.kind(), Some(k));
             // The same spelling in both crates (profile files and fit output agree).
             assert_eq!(m.as_str(), k.name());
+            // The parameter count the profile reader (without statistics)
+            // judges an entry's basis by.
+            assert_eq!(m.body_params(), Some(k.n_params()), "{}", k.name());
         }
         assert_eq!(FitModel::Tail.kind(), None);
+        assert_eq!(FitModel::Tail.body_params(), None);
     }
 }

@@ -56,7 +56,7 @@ impl Basis {
     /// The basis of an entry as such, its quality not judged.
     ///
     /// `fitted` (the tight null of `ExceedancePrior::from_model`) only for
-    /// the one-parameter families, Poisson and exponential, whose tail
+    /// the one-parameter families (Poisson and exponential), whose tail
     /// quantile moves with one rate estimated from every sample. The larger
     /// families' q_max quantile rests on a tail weight or shape estimated
     /// from the few samples out there (a mixture's 2 % tail is 8 of 400),
@@ -64,7 +64,7 @@ impl Basis {
     /// empirical quantile's null. (With the tight null, MPICH's clean
     /// 2-rank halo was flagged in two test processes of three.)
     pub fn of(e: &ProfileEntry) -> Basis {
-        let one_parameter = matches!(e.model, Some(FitModel::Poisson | FitModel::Exponential));
+        let one_parameter = e.model.and_then(FitModel::body_params) == Some(1);
         Basis::new(e.n, !e.fallback && one_parameter)
     }
 

@@ -22,28 +22,15 @@ pub fn program_component(base: &str) -> String {
     }
 }
 
-/// Local time as `YYYYmmdd-HHMMSS` (seconds since the epoch if the local
-/// time cannot be had).
+/// Local time as `YYYYmmdd-HHMMSS`.
+///
+/// chrono's `Local` parses the zone (TZ, else /etc/localtime) in Rust and
+/// needs neither libc's localtime_r nor a single-threaded process: rank 0
+/// calls this at `MPI_Init`, when the MPI library may have started threads
+/// (which is why `time`'s `current_local_offset` would refuse here). Where
+/// no zone can be read it falls back to UTC.
 pub fn local_timestamp() -> String {
-    // SAFETY: time(2) accepts a null pointer (it then only returns the time).
-    let t = unsafe { libc::time(std::ptr::null_mut()) };
-    // SAFETY: `tm` is plain integers (and a pointer to the zone name, which
-    // may be null), so zero bytes are a valid value.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are to live locals; localtime_r is the
-    // re-entrant form, writing only `tm`.
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
-        return format!("{t}");
-    }
-    format!(
-        "{:04}{:02}{:02}-{:02}{:02}{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
+    chrono::Local::now().format("%Y%m%d-%H%M%S").to_string()
 }
 
 /// Creates the default run directory `cwd/mpiover-<program>-<timestamp>`,

@@ -2,9 +2,9 @@
 //! readable run may still carry.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::record::RECORD_SCHEMA;
+use crate::record::{RecordFault, RECORD_SCHEMA};
 
 /// Why a run directory or one of its records cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +84,19 @@ pub enum RunError {
         rank: u32,
         ranks: u32,
     },
+}
+
+impl RunError {
+    /// A fault inside the record at `path` (a file, or a job log's frame).
+    pub fn of_record(path: &Path, fault: RecordFault) -> RunError {
+        let path = path.to_path_buf();
+        match fault {
+            RecordFault::Invalid(what) => RunError::Invalid { path, what },
+            RecordFault::RankOutOfRange { rank, ranks } => {
+                RunError::RankOutOfRange { path, rank, ranks }
+            }
+        }
+    }
 }
 
 /// Something the reader of a report should know, which does not stop it.

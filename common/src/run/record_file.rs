@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::joblog::{JobLog, LOG_FILE_NAME};
+use super::joblog::{JobLog, LOG_FILE_NAME};
 use crate::record::{Record, RECORD_SCHEMA};
 
 use super::*;
@@ -191,69 +191,8 @@ pub fn parse_record(path: &Path, bytes: &[u8]) -> Result<Record, RunError> {
     }
 }
 
-/// The internal consistency of one record: the rank is in range, every entry
-/// names a known site, histograms are well formed, figures are finite.
+/// The internal consistency of one record ([`Record::check`]), its faults
+/// named with the file they are in.
 pub fn check_record(path: &Path, rec: &Record) -> Result<(), RunError> {
-    let invalid = |what: String| RunError::Invalid {
-        path: path.to_path_buf(),
-        what,
-    };
-    if rec.ranks == 0 {
-        return Err(invalid("\"ranks\" is 0".into()));
-    }
-    if rec.rank >= rec.ranks {
-        return Err(RunError::RankOutOfRange {
-            path: path.to_path_buf(),
-            rank: rec.rank,
-            ranks: rec.ranks,
-        });
-    }
-    if !(rec.timer.unit_s.is_finite() && rec.timer.unit_s > 0.0) {
-        return Err(invalid(format!(
-            "timer.unit_s is {}, expected a positive number of seconds",
-            rec.timer.unit_s
-        )));
-    }
-    for (name, v) in [
-        ("app_time_s", rec.app_time_s),
-        ("mpi_time_s", rec.mpi_time_s),
-    ] {
-        if !v.is_finite() || v < 0.0 {
-            return Err(invalid(format!("{name} is {v}")));
-        }
-    }
-    let mut ids: Vec<u32> = rec.sites.iter().map(|s| s.id).collect();
-    ids.sort_unstable();
-    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
-        return Err(invalid(format!("site id {} is defined twice", w[0])));
-    }
-    for (i, e) in rec.entries.iter().enumerate() {
-        if ids.binary_search(&e.site).is_err() {
-            return Err(invalid(format!(
-                "entries[{i}] ({}) refers to site {} which is not in \"sites\"",
-                e.function, e.site
-            )));
-        }
-        if let Some(ps) = e.post_site {
-            if ids.binary_search(&ps).is_err() {
-                return Err(invalid(format!(
-                    "entries[{i}] ({}) refers to post_site {ps} which is not in \"sites\"",
-                    e.function
-                )));
-            }
-        }
-        if !e.hist.is_valid() {
-            return Err(invalid(format!(
-                "entries[{i}] ({}): malformed histogram",
-                e.function
-            )));
-        }
-        if !e.sum_s.is_finite() || e.sum_s < 0.0 {
-            return Err(invalid(format!(
-                "entries[{i}] ({}): sum_s is {}",
-                e.function, e.sum_s
-            )));
-        }
-    }
-    Ok(())
+    rec.check().map_err(|e| RunError::of_record(path, e))
 }

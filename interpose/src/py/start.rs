@@ -147,7 +147,7 @@ pub fn init(
         h.store(hi, Relaxed);
     }
     ON.store(true, Relaxed);
-    crate::rt::site_way(crate::rt::WAY_PYTHON, true);
+    crate::site_ways::site_way(crate::site_ways::WAY_PYTHON, true);
 }
 
 /// The interpreter's name, when Python sites are on.
@@ -160,6 +160,6 @@ pub fn interpreter() -> Option<String> {
 /// Switches Python sites off (the start-up self-test failed).
 pub fn disable(warnings: &mut Vec<String>, print: bool, why: &str) {
     ON.store(false, Relaxed);
-    crate::rt::site_way(crate::rt::WAY_PYTHON, false);
+    crate::site_ways::site_way(crate::site_ways::WAY_PYTHON, false);
     crate::run::warn(warnings, fallback_warning(why), print);
 }

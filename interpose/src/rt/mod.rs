@@ -53,7 +53,7 @@ pub use crate::site_ref::SiteRef;
 pub use buckets::Buckets;
 pub use call_key::{role_name, CallKey, KeyStats};
 pub use regions::{RegionKey, RegionStart, RegionStats};
-pub use site::{add_binding, set_depth, site_of, site_way, unwound_site, WAY_PYTHON};
+pub use site::{add_binding, set_depth, site_of, unwound_site};
 pub use state::{
     cnt, comm_freed, in_place, resume, type_freed, Role, ToCount, COMM_EPOCH, DEPTH, ENABLED,
     FID_OTHER, MAX_KEYS, NONE_FN, NONE_PEER, PAUSES, PAUSE_STEP, RESET_STEP, SELF_HI, SELF_LO,

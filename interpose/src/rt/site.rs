@@ -1,7 +1,9 @@
 //! Call-site capture: the return address of the wrapped call, or the first
 //! frame outside an MPI library's Fortran bindings.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+
+use crate::site_ways::{site_way, WAY_BINDING, WAY_DEPTH};
 
 use super::*;
 
@@ -12,25 +14,6 @@ pub(crate) const MAX_BINDINGS: usize = 4;
 pub(crate) static BINDINGS: [(AtomicUsize, AtomicUsize); MAX_BINDINGS] =
     [const { (AtomicUsize::new(0), AtomicUsize::new(0)) }; MAX_BINDINGS];
 pub(crate) static ANY_BINDING: AtomicBool = AtomicBool::new(false);
-
-/// Which of the three things that make a site more than the wrapper's
-/// return address are on: Python sites (`py::ON`), a depth above 1
-/// (`DEPTH`), a Fortran binding library (`ANY_BINDING`). Each is set where
-/// its own flag is; the hot path tests this one byte instead of the three
-/// (none is on in most runs).
-static SITE_WAYS: AtomicU8 = AtomicU8::new(0);
-pub const WAY_PYTHON: u8 = 1;
-const WAY_DEPTH: u8 = 2;
-const WAY_BINDING: u8 = 4;
-
-/// Turns one of `SITE_WAYS` on or off (at init).
-pub fn site_way(way: u8, on: bool) {
-    if on {
-        SITE_WAYS.fetch_or(way, Relaxed);
-    } else {
-        SITE_WAYS.fetch_and(!way, Relaxed);
-    }
-}
 
 /// `MPIOVER_DEPTH` (at init).
 pub fn set_depth(depth: u32) {
@@ -82,7 +65,7 @@ impl Guard {
     /// load and a branch when none of `SITE_WAYS` is on.
     #[inline(always)]
     pub fn site(&mut self, ra: usize) -> SiteRef {
-        if SITE_WAYS.load(Relaxed) == 0 {
+        if !crate::site_ways::any() {
             SiteRef::native(ra)
         } else {
             self.site_other_ways(ra)

@@ -46,6 +46,7 @@ mod level;
 mod load;
 mod per_rank;
 mod rendezvous;
+mod site_row;
 mod symbols;
 #[cfg(test)]
 mod tests;
@@ -54,8 +55,8 @@ use assemble::*;
 use late::*;
 use per_rank::*;
 use rendezvous::*;
+use site_row::Built;
 
-pub(crate) use causes::{OF_OVERHEAD as CAUSE_OF_OVERHEAD, OF_REFERENCE as CAUSE_OF_REFERENCE};
 pub use load::{analyze_dir, analyze_records, job_aggregate_of};
 pub use mpiover_aggregate::{
     dist_index_of_edge, entry_wait_state, JobAggregate, DEFAULT_RENDEZVOUS_BYTES, DIST_BINS,

@@ -35,17 +35,17 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use mpiover_common::settings::{Format, Var, DEPTH};
+use mpiover_common::settings::{RecordFormat, Var, DEPTH};
 
 mod launcher;
-mod lib;
 mod out;
+mod preload;
 mod signals;
 mod summary;
 
 use launcher::*;
-use lib::*;
 use out::*;
+use preload::*;
 use signals::*;
 use summary::*;
 
@@ -75,7 +75,7 @@ pub struct RecordArgs {
     /// rank-NNNNNN.json per rank), log (one job.mpiover-log merged over MPI
     /// at MPI_Finalize, for large jobs) or both.
     #[arg(long, value_name = "FORMAT", value_enum)]
-    pub format: Option<Format>,
+    pub format: Option<RecordFormat>,
     /// The libmpiover.so to preload (default: $MPIOVER_LIB, then next to the
     /// mpiover executable, then ../lib/ relative to it).
     #[arg(long, value_name = "PATH")]

@@ -9,7 +9,7 @@
 //! **rho^ = k-bar / (1 + k-bar), lambda^ = -ln(rho^) / w = ln(1 + 1/k-bar) / w.**
 //!
 //! (The geometric mean rho/(1 - rho) equals k-bar: as for the Poisson model, the MLE matches the
-//! mean class.) Both estimators need k-bar > 0, which [`crate::Histogram::new`] guarantees.
+//! mean class.) Both estimators need k-bar > 0, which [`crate::ErrorClasses::new`] guarantees.
 
 use crate::sample::QMax;
 

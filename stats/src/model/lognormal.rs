@@ -25,7 +25,7 @@
 //! continuous model is the continuous one, independent of w: terr,max = median e^(sigma z_q),
 //! z_q = Phi^-1(q).
 use super::optim::nelder_mead;
-use crate::histogram::Histogram;
+use crate::histogram::ErrorClasses;
 use crate::sample::QMax;
 use crate::special::{normal_sf, normal_upper_quantile};
 
@@ -88,7 +88,7 @@ pub(super) fn mean_error_s(median_s: f64, sigma: f64) -> f64 {
 }
 
 /// The MLE (median_s, sigma).
-pub(super) fn mle(h: &Histogram) -> Option<(f64, f64)> {
+pub(super) fn mle(h: &ErrorClasses) -> Option<(f64, f64)> {
     let w = h.width_s();
     let n = h.n() as f64;
     // (count, ln of the lower and upper boundary) per occupied class.

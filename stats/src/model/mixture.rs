@@ -42,7 +42,7 @@
 use statrs::function::gamma::ln_gamma;
 
 use super::{exponential, poisson};
-use crate::histogram::Histogram;
+use crate::histogram::ErrorClasses;
 
 /// Cap on the E steps of one run of EM (one of the two starts).
 pub const MAX_ITERS: usize = 300;
@@ -201,7 +201,7 @@ fn squarem(cls: &[(f64, f64, f64)], n: f64, total: f64, start: Theta) -> (Theta,
 }
 
 /// The MLE (lambda, lambda_t, pi) by EM (see the module docs).
-pub(super) fn mle(h: &Histogram) -> Option<(f64, f64, f64)> {
+pub(super) fn mle(h: &ErrorClasses) -> Option<(f64, f64, f64)> {
     let w = h.width_s();
     let n = h.n() as f64;
     let kbar = h.mean_class();

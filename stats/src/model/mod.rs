@@ -61,12 +61,25 @@
 //!
 //! # Adding a model
 //!
-//! Add a variant to [`ModelKind`] (and to `ModelKind::ALL`) and to [`Model`]; the compiler then
-//! lists every `match` that needs an arm: the MLE, pmf, survival function, quantile, parameters
-//! and units.
+//! Add a variant to [`ModelKind`] (and to `ModelKind::ALL`, which no compiler check holds
+//! complete) and to [`Model`]; the compiler then lists every `match` that needs an arm: the
+//! MLE, pmf, survival function, quantile, parameters and units.
+//!
+//! Outside this crate a family touches:
+//!
+//! - `common/src/profile/fit_model.rs`: a `FitModel` variant (its profile name, serde and
+//!   `as_str`, the same as [`ModelKind::name`]) and its arm of `FitModel::body_params` (the
+//!   preload library judges an entry's basis by it without this crate);
+//! - `common/src/profile/fitted.rs`: its arms of `FitModel::of_kind` and `FitModel::kind` (the
+//!   compiler asks for them; the test there checks the name and parameter count of every
+//!   family of `ModelKind::ALL`);
+//! - `report/src/fit.rs`: its arms in the `mpiover fit` text (parameters in words, the model
+//!   line);
+//! - `docs/profile-format.md` (the `model` and `params` rows) and `docs/method.md` ("tmax from
+//!   a sample: error models").
 use serde::Serialize;
 
-use crate::histogram::{Histogram, MAX_CLASS};
+use crate::histogram::{ErrorClasses, MAX_CLASS};
 use crate::sample::QMax;
 
 pub mod exponential;
@@ -155,9 +168,9 @@ impl ModelKind {
     }
 
     /// The maximum-likelihood fit (see the family's docs). None when the histogram has no
-    /// error above class 0 (k-bar = 0), which `Histogram::new` already rules out, or when a
+    /// error above class 0 (k-bar = 0), which `ErrorClasses::new` already rules out, or when a
     /// numerical fit ends on an invalid point.
-    pub fn mle(self, h: &Histogram) -> Option<Model> {
+    pub fn mle(self, h: &ErrorClasses) -> Option<Model> {
         let kbar = h.mean_class();
         if !(kbar > 0.0 && kbar.is_finite()) {
             return None;
@@ -324,7 +337,7 @@ impl Model {
     }
 
     /// The binned log-likelihood sum over the occupied classes of f_k ln p_k (eq. 7).
-    pub fn log_likelihood(&self, h: &Histogram) -> f64 {
+    pub fn log_likelihood(&self, h: &ErrorClasses) -> f64 {
         h.occupied()
             .iter()
             .map(|&(k, c)| c as f64 * self.ln_pmf(k))

@@ -35,7 +35,7 @@
 use statrs::function::gamma::{digamma, ln_gamma};
 
 use super::optim::brent_root;
-use crate::histogram::Histogram;
+use crate::histogram::ErrorClasses;
 use crate::special::beta_reg;
 
 /// Largest size r: the Poisson limit (see the module docs).
@@ -85,7 +85,7 @@ fn digamma_diff(r: f64, k: u64) -> f64 {
 }
 
 /// The MLE (m, r); None when k-bar is not positive.
-pub(super) fn mle(h: &Histogram) -> Option<(f64, f64)> {
+pub(super) fn mle(h: &ErrorClasses) -> Option<(f64, f64)> {
     let n = h.n() as f64;
     let m = h.mean_class();
     if !(m > 0.0 && m.is_finite()) {

@@ -5,10 +5,10 @@ use crate::histogram::Binning;
 use crate::sample::Sample;
 use statrs::function::gamma::gamma_lr;
 
-fn hist(ticks: &[u64], r: f64) -> Histogram {
+fn hist(ticks: &[u64], r: f64) -> ErrorClasses {
     let v: Vec<f64> = ticks.iter().map(|&k| 1e-6 + k as f64 * r).collect();
     let s = Sample::new(&v).unwrap();
-    Histogram::new(&s, Binning::choose(&s, r, Some(r)).unwrap()).unwrap()
+    ErrorClasses::new(&s, Binning::choose(&s, r, Some(r)).unwrap()).unwrap()
 }
 
 #[test]
@@ -330,14 +330,14 @@ fn draw(m: &Model, rng: &mut rand::rngs::StdRng) -> u64 {
 }
 
 /// None when every draw fell into one class.
-fn hist_of(m: &Model, n: usize, seed: u64, w: f64) -> Option<Histogram> {
+fn hist_of(m: &Model, n: usize, seed: u64, w: f64) -> Option<ErrorClasses> {
     use rand::SeedableRng;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let v: Vec<f64> = (0..n)
         .map(|_| 1e-5 + draw(m, &mut rng) as f64 * w)
         .collect();
     let s = Sample::new(&v).unwrap();
-    Histogram::new(&s, Binning::choose(&s, w, Some(w)).unwrap()).ok()
+    ErrorClasses::new(&s, Binning::choose(&s, w, Some(w)).unwrap()).ok()
 }
 
 /// On a sample from the family, the MLE has a higher likelihood than every perturbation of

@@ -30,7 +30,7 @@ pub(crate) fn details(built: &[Built], opts: &Options, world: u32, overhead_know
         });
         if opts.read_sources {
             if let Loc::Line(f, l) = &b.key.loc {
-                detail.sources[i] = crate::export::source::read_source(f, *l, 4);
+                detail.sources[i] = crate::source::read_source(f, *l, 4);
             }
         }
     }
@@ -90,7 +90,7 @@ pub(crate) fn details(built: &[Built], opts: &Options, world: u32, overhead_know
 }
 
 /// The source lines of the regions the HTML shows: the first
-/// [`crate::export::TOP_REGIONS`], and those the detailed sites name as root
+/// [`crate::model::TOP_REGIONS`], and those the detailed sites name as root
 /// causes. Indexed like `regions`; empty unless sources are read.
 pub(crate) fn region_sources(
     regions: &[RegionReport],
@@ -111,8 +111,8 @@ pub(crate) fn region_sources(
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            if i < crate::export::TOP_REGIONS || named.contains(&&r.region) {
-                crate::export::source::read_region(&r.region)
+            if i < crate::model::TOP_REGIONS || named.contains(&&r.region) {
+                crate::source::read_region(&r.region)
             } else {
                 Vec::new()
             }

@@ -19,13 +19,6 @@ use site::build_site;
 use summary::{rank_reports, run_info, summary, timer_info, tool_cost, Totals};
 use warnings::profile_and_warnings;
 
-/// A site on its way into the report.
-pub(crate) struct Built {
-    pub(crate) key: SiteKey,
-    pub(crate) acc: SiteAcc,
-    pub(crate) report: SiteReport,
-}
-
 /// The statistical test the report applies, as the methods name it.
 const TEST: &str = "one-sided test of the calls over tmax against the share expected by chance: \
                    beta-binomial around 1 - q_max with the spread of tmax estimated from the profile's \

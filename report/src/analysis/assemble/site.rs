@@ -2,6 +2,7 @@
 //! ranks, the completion links.
 
 use super::*;
+use crate::analysis::site_row::{file_line, function_name};
 
 /// An `inlined_into` item, `function (file:line)`, with its function
 /// demangled.
@@ -23,22 +24,6 @@ pub(crate) fn top_keys<K: Clone + Ord>(m: &BTreeMap<K, u64>, n: usize) -> Vec<K>
 /// `part` over `whole`, 0 when the whole is 0.
 fn share(part: Option<f64>, whole: f64) -> Option<f64> {
     part.map(|p| if whole > 0.0 { p / whole } else { 0.0 })
-}
-
-/// The file and line of a location, as far as it was resolved.
-pub(crate) fn file_line(loc: &Loc) -> (Option<String>, Option<u32>) {
-    match loc {
-        Loc::Line(f, l) => (Some(f.clone()), Some(*l)),
-        Loc::File(f) => (Some(f.clone()), None),
-        _ => (None, None),
-    }
-}
-
-/// A site's enclosing function without its parameter list.
-pub(crate) fn function_name(key: &SiteKey) -> Option<String> {
-    key.function
-        .as_deref()
-        .map(|f| mpiover_common::demangle::without_parameters(f).to_string())
 }
 
 /// The report row of one site (ranked and tested later).

@@ -36,9 +36,9 @@ pub(crate) fn run_info(
     run: &RunSummary,
     ranks: &[RankAcc],
     hosts: Vec<String>,
-) -> RunInfo {
+) -> ReportedRun {
     let first = &ranks[0];
-    RunInfo {
+    ReportedRun {
         dir: dir.to_string(),
         run_id: run.run_id.clone(),
         ranks: run.ranks,
@@ -72,7 +72,7 @@ pub(crate) fn summary(sites: &[SiteReport], t: &Totals, overhead_known: bool) ->
             }
         })
         .take(3)
-        .map(|s| crate::export::prose::sentence(s, t.mpi, overhead_known))
+        .map(|s| crate::prose::sentence(s, t.mpi, overhead_known))
         .collect();
     let share = |o: f64, whole: f64| if whole > 0.0 { o / whole } else { 0.0 };
     Summary {

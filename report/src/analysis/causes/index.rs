@@ -3,7 +3,7 @@
 
 use mpiover_aggregate::{RegionAcc, RegionId, RegionRank};
 
-use super::super::assemble::site;
+use super::super::site_row::{file_line, function_name};
 use super::super::*;
 
 /// The regions, indexed for the analysis: each one's rows sorted by rank,
@@ -61,11 +61,11 @@ pub(super) fn median(mut v: Vec<f64>) -> f64 {
 
 /// One end of a region as the report names it.
 pub(crate) fn end_report(key: &SiteKey) -> RegionEndReport {
-    let (file, line) = site::file_line(&key.loc);
+    let (file, line) = file_line(&key.loc);
     RegionEndReport {
         file,
         line,
-        function: site::function_name(key),
+        function: function_name(key),
         mpi_function: key.mpi.clone(),
         location: key.loc.display(),
     }

@@ -18,7 +18,9 @@
 
 use mpiover_aggregate::RegionId;
 
-use super::assemble::Built;
+use crate::model::{CAUSE_OF_OVERHEAD, CAUSE_OF_REFERENCE};
+
+use super::site_row::Built;
 use super::*;
 
 mod index;
@@ -38,11 +40,6 @@ const MAX_CAUSES: usize = 5;
 /// sample this large, evenly spaced over the ranks, is the median of all
 /// within a few percent, and a site of a 100,000-rank job costs no more.
 const MAX_REFERENCE_RANKS: usize = 64;
-/// Noise: an excess below this part of the waiting ranks' own time in the
-/// region, or explaining less than this part of the overhead asked about,
-/// is not a cause.
-pub(crate) const OF_REFERENCE: f64 = 0.05;
-pub(crate) const OF_OVERHEAD: f64 = 0.05;
 
 /// One question: why was `late` late to `waiting` at site `x`? `cap` is the
 /// most of the asked site's overhead an answer can explain: all of it at
@@ -201,7 +198,7 @@ impl Explainer<'_> {
         let held = positive.max(x.per_pass);
         per_region
             .into_iter()
-            .filter(|&(_, more, theirs)| more > 0.0 && more >= OF_REFERENCE * theirs)
+            .filter(|&(_, more, theirs)| more > 0.0 && more >= CAUSE_OF_REFERENCE * theirs)
             .map(|(id, more, _)| Found {
                 cause: RootCause {
                     rank: q.late,
@@ -212,7 +209,7 @@ impl Explainer<'_> {
                 },
                 explained: x.explained * more / held,
             })
-            .filter(|f| f.explained >= OF_OVERHEAD * q.cap)
+            .filter(|f| f.explained >= CAUSE_OF_OVERHEAD * q.cap)
             .collect()
     }
 
@@ -228,7 +225,7 @@ impl Explainer<'_> {
             let walk = Walk {
                 rank: q.late,
                 others: q.waiting,
-                wait_floor: OF_OVERHEAD * q.cap,
+                wait_floor: CAUSE_OF_OVERHEAD * q.cap,
             };
             let s = stretch(self.sites, self.index, &self.sites.built[m].key, &walk);
             for a in s.waits() {
@@ -248,7 +245,7 @@ impl Explainer<'_> {
                 continue;
             };
             let e = mine - reference.per_pass;
-            if e <= 0.0 || e < OF_REFERENCE * reference.per_pass {
+            if e <= 0.0 || e < CAUSE_OF_REFERENCE * reference.per_pass {
                 continue;
             }
             // The passes both sides made: a call after a loop is not
@@ -293,7 +290,7 @@ impl Explainer<'_> {
         let mut found = Vec::new();
         for &a in waits {
             let own = self.sites.waited_beyond(a, q.late, q.waiting);
-            if own <= 0.0 || own < OF_OVERHEAD * q.cap {
+            if own <= 0.0 || own < CAUSE_OF_OVERHEAD * q.cap {
                 continue;
             }
             let mut via = q.via.clone();

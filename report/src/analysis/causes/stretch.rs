@@ -15,7 +15,7 @@
 use mpiover_aggregate::RegionId;
 use mpiover_common::functions::catalogue::{self, Direction, EventClass};
 
-use super::super::assemble::Built;
+use super::super::site_row::Built;
 use super::super::*;
 use super::index::RegionIndex;
 

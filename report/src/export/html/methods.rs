@@ -89,16 +89,13 @@ pub(crate) fn methods(o: &mut String, c: &Ctx) {
         "Overhead",
         &["sum over calls of max(0, t - tmax), from the recorded histograms (1 % buckets)".into()],
     );
-    item("Significance", &[crate::export::prose::significance(m)]);
-    item(
-        "Wait states",
-        &[crate::export::prose::wait_states(m, bytes)],
-    );
+    item("Significance", &[crate::prose::significance(m)]);
+    item("Wait states", &[crate::prose::wait_states(m, bytes)]);
     if m.lookups.entries > 0 || m.profile.is_some() {
-        item("Lookups", &[crate::export::prose::lookups(&m.lookups)]);
+        item("Lookups", &[crate::prose::lookups(&m.lookups)]);
     }
-    item("Timer", &[crate::export::prose::timer(&m.timer)]);
-    item("Tool cost", &[crate::export::prose::tool_cost(&m.tool)]);
+    item("Timer", &[crate::prose::timer(&m.timer)]);
+    item("Tool cost", &[crate::prose::tool_cost(&m.tool)]);
     if m.folded_keys > 0 {
         item(
             "Folded",
@@ -117,14 +114,14 @@ pub(crate) fn methods(o: &mut String, c: &Ctx) {
         item("Per rank", &[b.describe()]);
     }
     if !c.r.regions.is_empty() {
-        item("Root causes", &[crate::export::prose::root_cause_rule()]);
+        item("Root causes", &[crate::prose::root_cause_rule()]);
     }
     o.push_str("</dl>\n");
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::export::regions::tests::fixture_report;
+    use crate::export::fixture::fixture_report;
     use crate::export::ExportOptions;
 
     /// Every line of the text report's METHODS, its label and its words,

@@ -6,8 +6,9 @@
 
 use std::fmt::Write;
 
-use super::{short_paths, ExportOptions};
+use super::ExportOptions;
 use crate::model::{RankedBy, Report, SiteReport};
+use crate::prose::paths::{report_files, short_paths};
 
 mod charts;
 mod dist;
@@ -82,7 +83,7 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     let c = Ctx {
         r,
         ovh: r.summary.ranked_by == RankedBy::Overhead,
-        shorts: short_paths(super::regions::report_files(r)),
+        shorts: short_paths(report_files(r)),
     };
     let top = opts.top.unwrap_or(20).min(r.sites.len());
     let mut o = String::new();

@@ -4,9 +4,9 @@
 
 use std::fmt::Write;
 
-use crate::export::regions::{cause, function, label};
-use crate::export::TOP_REGIONS;
+use crate::model::TOP_REGIONS;
 use crate::model::{Excerpt, RegionRef};
+use crate::prose::regions::{cause, function, label};
 use crate::units::{count, secs};
 
 use super::*;
@@ -151,7 +151,7 @@ pub(crate) fn regions_section(o: &mut String, c: &Ctx) {
 
 #[cfg(test)]
 mod tests {
-    use crate::export::regions::tests::fixture_report;
+    use crate::export::fixture::fixture_report;
     use crate::export::ExportOptions;
     use crate::model::Excerpt;
 

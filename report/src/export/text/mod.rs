@@ -3,8 +3,9 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use super::{short_paths, ExportOptions};
+use super::ExportOptions;
 use crate::model::{Metric, ProfileSource, RankedBy, Report, Significance, SiteReport, WaitState};
+use crate::prose::paths::{report_files, short_paths};
 use crate::units::{bytes, count, pct, secs};
 
 mod regions;
@@ -50,7 +51,7 @@ fn opt_secs(v: Option<f64>) -> String {
 pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     let st = Style { on: opts.color };
     let mut o = String::new();
-    let shorts = short_paths(super::regions::report_files(r));
+    let shorts = short_paths(report_files(r));
     let c = Ctx {
         r,
         st: &st,
@@ -68,4 +69,26 @@ pub fn export(r: &Report, opts: &ExportOptions) -> Vec<u8> {
     methods(&mut o, &c);
     let _ = st.dim("");
     o.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::export::fixture::fixture_report;
+    use crate::export::ExportOptions;
+
+    /// A slow `MPI_Init_thread` or `MPI_Finalize` is start-up/shut-down, on
+    /// a line of its own (the analysis keeps it out of MPI time).
+    #[test]
+    fn startup_and_shutdown_on_their_own_line() {
+        let mut r = fixture_report();
+        let text = |r: &crate::model::Report| {
+            String::from_utf8(super::export(r, &ExportOptions::default())).unwrap()
+        };
+        (r.summary.startup_s, r.summary.shutdown_s) = (0.0, 0.0);
+        assert!(!text(&r).contains("Start-up/shut-down"));
+        r.summary.startup_s = 5.0;
+        r.summary.shutdown_s = 0.5;
+        let out = text(&r);
+        assert!(out.contains("Start-up/shut-down"), "{out}");
+    }
 }

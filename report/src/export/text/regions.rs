@@ -3,8 +3,8 @@
 //! causes").
 
 use super::*;
-use crate::export::regions::{cause, function, label};
-use crate::export::TOP_REGIONS;
+use crate::model::TOP_REGIONS;
+use crate::prose::regions::{cause, function, label};
 
 /// Root causes shown per site (the JSON and HTML have all).
 const CAUSES_SHOWN: usize = 3;
@@ -129,16 +129,12 @@ pub(super) fn methods_line(o: &mut String, c: &Ctx) {
     if c.r.regions.is_empty() {
         return;
     }
-    let _ = writeln!(
-        o,
-        "  Root causes  {}",
-        crate::export::prose::root_cause_rule()
-    );
+    let _ = writeln!(o, "  Root causes  {}", crate::prose::root_cause_rule());
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::export::regions::tests::fixture_report;
+    use crate::export::fixture::fixture_report;
     use crate::export::ExportOptions;
 
     fn text(r: &crate::model::Report) -> String {

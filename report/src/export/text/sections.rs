@@ -479,30 +479,14 @@ pub(super) fn methods(o: &mut String, c: &Ctx) {
         o,
         "  Overhead     sum over calls of max(0, t - tmax), from the recorded histograms (1 % buckets)"
     );
-    let _ = writeln!(
-        o,
-        "  Significance {}",
-        crate::export::prose::significance(m)
-    );
-    let _ = writeln!(
-        o,
-        "  Wait states  {}",
-        crate::export::prose::wait_states(m, bytes)
-    );
+    let _ = writeln!(o, "  Significance {}", crate::prose::significance(m));
+    let _ = writeln!(o, "  Wait states  {}", crate::prose::wait_states(m, bytes));
     let l = &m.lookups;
     if l.entries > 0 || m.profile.is_some() {
-        let _ = writeln!(o, "  Lookups      {}", crate::export::prose::lookups(l));
+        let _ = writeln!(o, "  Lookups      {}", crate::prose::lookups(l));
     }
-    let _ = writeln!(
-        o,
-        "  Timer        {}",
-        crate::export::prose::timer(&m.timer)
-    );
-    let _ = writeln!(
-        o,
-        "  Tool cost    {}",
-        crate::export::prose::tool_cost(&m.tool)
-    );
+    let _ = writeln!(o, "  Timer        {}", crate::prose::timer(&m.timer));
+    let _ = writeln!(o, "  Tool cost    {}", crate::prose::tool_cost(&m.tool));
     if m.folded_keys > 0 {
         let _ = writeln!(
             o,

@@ -193,7 +193,7 @@ pub fn write_scale_log(
     seed: u64,
     threads: u32,
 ) -> std::io::Result<u64> {
-    use mpiover_common::joblog::{LogHeader, LogWriter, LOG_FILE_NAME, MERGED_LOG_SCHEMA};
+    use mpiover_common::run::joblog::{LogHeader, LogWriter, LOG_FILE_NAME, MERGED_LOG_SCHEMA};
     let job = scale_job(ranks, sites, seed, threads);
     let payload = job.encode().map_err(std::io::Error::other)?;
     let mut held: Vec<u32> = job.ranks().map(|(r, _)| r).collect();

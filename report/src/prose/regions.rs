@@ -3,25 +3,8 @@
 
 use std::collections::HashMap;
 
-use crate::model::{RegionEndReport, RegionRef, Report, RootCause};
+use crate::model::{RegionEndReport, RegionRef, RootCause};
 use crate::units::{pct, secs};
-
-/// Every source file the report names, its sites' and its regions', for
-/// [`super::short_paths`].
-pub fn report_files(r: &Report) -> impl Iterator<Item = &str> {
-    let causes = r
-        .sites
-        .iter()
-        .filter_map(|s| s.root_causes.as_ref())
-        .flatten()
-        .map(|c| &c.region);
-    let regions = r.regions.iter().map(|g| &g.region).chain(causes);
-    r.sites.iter().filter_map(|s| s.file.as_deref()).chain(
-        regions
-            .flat_map(|g| [&g.from, &g.to])
-            .filter_map(|e| e.file.as_deref()),
-    )
-}
 
 /// Where an end of a region is: `file:line` with the path shortened, else
 /// the location as sites show it.
@@ -106,52 +89,6 @@ pub fn cause(c: &RootCause, shorts: &HashMap<String, String>) -> String {
 pub(crate) mod tests {
     use super::*;
 
-    /// The fixture run's report, with a root cause under its top site (a
-    /// collective) and regions, as the text and HTML tests read it.
-    pub(crate) fn fixture_report() -> Report {
-        use mpiover_common::run::{RankInfo, RunCheck};
-        let records = crate::synth::fixture_run(true);
-        let mut check = RunCheck::new();
-        for r in &records {
-            check
-                .add(RankInfo::of(std::path::Path::new("x"), r))
-                .unwrap();
-        }
-        let opts = crate::analysis::Options::default();
-        let mut r =
-            crate::analysis::analyze_records("run", &records, check.finish().unwrap(), None, &opts);
-        let region = RegionRef {
-            from: end("/home/user/halo/solver.c", 80, Some("solve"), "MPI_Bcast"),
-            to: end(
-                "/home/user/halo/solver.c",
-                88,
-                Some("solve"),
-                "MPI_Allreduce",
-            ),
-        };
-        r.sites[0].significant = true;
-        r.sites[0].root_causes = Some(vec![RootCause {
-            rank: 0,
-            region: region.clone(),
-            excess_s: 0.4,
-            share: 0.9,
-            via: vec![],
-        }]);
-        r.sites[0].root_causes_share = Some(0.9);
-        r.regions = vec![crate::model::RegionReport {
-            region,
-            ranks: 4,
-            passes: 2000,
-            time_s: 0.7,
-            max_s: 0.4,
-            median_s: 0.1,
-            min_s: 0.09,
-            max_rank: 0,
-            imbalance_s: 0.3,
-        }];
-        r
-    }
-
     pub(crate) fn end(file: &str, line: u32, function: Option<&str>, mpi: &str) -> RegionEndReport {
         RegionEndReport {
             file: Some(file.into()),
@@ -164,7 +101,7 @@ pub(crate) mod tests {
 
     #[test]
     fn regions_in_words() {
-        let shorts = super::super::short_paths(["/src/solver.c", "/src/io.c"]);
+        let shorts = super::super::paths::short_paths(["/src/solver.c", "/src/io.c"]);
         let same = RegionRef {
             from: end("/src/solver.c", 41, Some("step"), "MPI_Bcast"),
             to: end("/src/solver.c", 57, Some("step"), "MPI_Allreduce"),

@@ -1,5 +1,9 @@
 //! Source lines around a site, and of a region between two MPI calls, for
 //! the HTML export's detail views.
+//!
+//! Read by the assembly, not by the exporter: the files are read once, when
+//! the report is made (the report carries the lines), so that an exporter is
+//! a function of the finished report alone.
 
 use crate::model::{Excerpt, RegionEndReport, RegionRef, Source};
 

@@ -1,6 +1,18 @@
-//! Sentences about sites, for the summary every format shows.
+//! The report in words: sentences about sites, for the summary every format
+//! shows, and the methods' lines of the text and HTML reports.
+//!
+//! Beside the exporters rather than under them because the assembly writes
+//! the summary's sentences into the report (every format shows the same
+//! words), so both the assembly and the exporters read this module; it reads
+//! only the report model.
 
-use crate::model::{LateBasis, Lookups, Methods, SiteReport, TimerInfo, ToolCost};
+use crate::model::{
+    LateBasis, Lookups, Methods, SiteReport, TimerInfo, ToolCost, CAUSE_OF_OVERHEAD,
+    CAUSE_OF_REFERENCE,
+};
+
+pub mod paths;
+pub mod regions;
 
 /// One sentence about a site for the summary.
 pub fn sentence(s: &SiteReport, mpi_time: f64, overhead_known: bool) -> String {
@@ -68,6 +80,18 @@ pub fn wait_states(m: &Methods, bytes: impl Fn(u64) -> String) -> String {
     )
 }
 
+/// The methods line's note on the materiality threshold of significance.
+fn negligible(min_share: f64) -> String {
+    if min_share > 0.0 {
+        format!(
+            "; a significant site with overhead below {} of the MPI time is marked negligible",
+            crate::units::pct(min_share)
+        )
+    } else {
+        String::new()
+    }
+}
+
 pub fn significance(m: &Methods) -> String {
     format!(
         "q_max {}, alpha {}{}: {}{}",
@@ -82,7 +106,7 @@ pub fn significance(m: &Methods) -> String {
             ))
             .unwrap_or_default(),
         m.test,
-        super::negligible(m.min_share)
+        negligible(m.min_share)
     ) + &stability(m)
 }
 
@@ -180,7 +204,7 @@ pub fn root_cause_rule() -> String {
          pass); chains of waits followed only through ranks outside the waiting ones; a region \
          named when its passes took at least {} longer than the waiting ranks' in the same code \
          and it explains at least {} of the overhead; causes add up to at most the site's overhead",
-        pct(crate::analysis::CAUSE_OF_REFERENCE),
-        pct(crate::analysis::CAUSE_OF_OVERHEAD)
+        pct(CAUSE_OF_REFERENCE),
+        pct(CAUSE_OF_OVERHEAD)
     )
 }

@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::error::RunError;
 use crate::record::Record;
-use crate::run::RunError;
 
 pub const LOG_SCHEMA: &str = "mpiover-log/1";
 /// The merged job log's schema (format version 2).
@@ -423,7 +423,7 @@ impl JobLog {
             )));
         }
         let here = self.frame_path(rank);
-        crate::run::check_record(&here, &rec)?;
+        rec.check().map_err(|e| RunError::of_record(&here, e))?;
         Ok(rec)
     }
 
@@ -438,7 +438,7 @@ mod tests {
     use super::*;
 
     fn record(rank: u32) -> Record {
-        let mut r = crate::run::tests::record(rank, 3, "run-1");
+        let mut r = crate::record::sample::record(rank, 3, "run-1");
         r.warnings.push(format!("warning of rank {rank}"));
         r
     }
