@@ -16,8 +16,8 @@ use std::os::raw::{c_int, c_void};
 use std::path::Path;
 
 use mpiover_aggregate::{Bounds, JobAggregate};
-use mpiover_common::run::joblog::{LogHeader, LogWriter, LOG_FILE_NAME, MERGED_LOG_SCHEMA};
 use mpiover_common::record::Record;
+use mpiover_common::run::joblog::{LogHeader, LogWriter, LOG_FILE_NAME, MERGED_LOG_SCHEMA};
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
