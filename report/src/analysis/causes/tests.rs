@@ -6,6 +6,40 @@ use mpiover_common::record::{Region, RegionEnd};
 use super::*;
 use crate::synth::{self, EntrySpec, Times};
 
+/// `calls` calls of `MPI_Allreduce` at site 1 among `p` ranks, each
+/// waiting `delay_s` for the slowest rank.
+fn push_allreduce(
+    rec: &mut Record,
+    rng: &mut mpiover_common::rng::Rng,
+    p: u32,
+    calls: u64,
+    delay_s: f64,
+) {
+    synth::push_entry(
+        rec,
+        rng,
+        EntrySpec {
+            site: 1,
+            function: "MPI_Allreduce",
+            p,
+            bytes: 8,
+            peer: None,
+            role: None,
+            completes: None,
+            post_site: None,
+            count: calls,
+            times: Times {
+                base_s: 10e-6,
+                noise_s: 1e-6,
+                delay_s,
+            },
+            tmax_s: 20e-6,
+        },
+        true,
+        1000,
+    );
+}
+
 /// 4 ranks of a halo code: the last wait before the Allreduce is at line 40
 /// on ranks 0 and 1 and at line 39 on ranks 2 and 3 (it depends on a rank's
 /// position); the code from there to the Allreduce took `region_s[rank]`.
@@ -23,29 +57,7 @@ fn halo_records(region_s: [f64; 4]) -> Vec<Record> {
             ];
             let calls = 200;
             let delay_s = (slowest - region_s[r as usize]) / calls as f64;
-            synth::push_entry(
-                &mut rec,
-                &mut rng,
-                EntrySpec {
-                    site: 1,
-                    function: "MPI_Allreduce",
-                    p: 4,
-                    bytes: 8,
-                    peer: None,
-                    role: None,
-                    completes: None,
-                    post_site: None,
-                    count: calls,
-                    times: Times {
-                        base_s: 10e-6,
-                        noise_s: 1e-6,
-                        delay_s,
-                    },
-                    tmax_s: 20e-6,
-                },
-                true,
-                1000,
-            );
+            push_allreduce(&mut rec, &mut rng, 4, calls, delay_s);
             rec.regions = vec![Region {
                 from: RegionEnd {
                     site: 0,
@@ -148,29 +160,8 @@ fn two_path_records(regions: [[(u32, u64, f64); 2]; 2]) -> Vec<Record> {
                 synth::site(2, "paths.c", 41, "main"),
             ];
             let calls: u64 = regions[r as usize].iter().map(|p| p.1).sum();
-            synth::push_entry(
-                &mut rec,
-                &mut rng,
-                EntrySpec {
-                    site: 1,
-                    function: "MPI_Allreduce",
-                    p: 2,
-                    bytes: 8,
-                    peer: None,
-                    role: None,
-                    completes: None,
-                    post_site: None,
-                    count: calls,
-                    times: Times {
-                        base_s: 10e-6,
-                        noise_s: 1e-6,
-                        delay_s: (slowest - total(r as usize)) / calls as f64,
-                    },
-                    tmax_s: 20e-6,
-                },
-                true,
-                1000,
-            );
+            let delay_s = (slowest - total(r as usize)) / calls as f64;
+            push_allreduce(&mut rec, &mut rng, 2, calls, delay_s);
             rec.regions = regions[r as usize]
                 .iter()
                 .map(|&(line, count, sum_s)| Region {
