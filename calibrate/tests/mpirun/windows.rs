@@ -200,9 +200,13 @@ pub(crate) fn busy_host_windows_are_dropped_and_tmax_stays_in_microseconds() {
             "nothing dropped beside busy loops\n{summary}"
         );
         assert!(e.n_preempted <= e.n_invalid, "{summary}");
-        // A time slice is milliseconds; these calls take about a microsecond.
+        // These calls take about a microsecond, and a kept time slice costs at
+        // least the scheduler's base slice (0.75 ms on EEVDF kernels, scaled
+        // up with the core count), so the limit sits below that. It is not
+        // lower: a wake-up on a loaded host reaches 0.2 ms without any
+        // preemption (207 us seen on a CI machine), and that is not the fault.
         assert!(
-            e.tmax_s < 200e-6,
+            e.tmax_s < 500e-6,
             "{} tmax {} s: scheduler time slices kept\n{summary}",
             e.function,
             e.tmax_s
