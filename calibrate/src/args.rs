@@ -63,7 +63,8 @@ pub(crate) struct Args {
     /// Target wall time of the run, seconds: each job's budget is at most its share of the time
     /// left, (S - elapsed) / jobs left (but at least 0.1 s), so that a busy machine makes the
     /// entries smaller (fewer samples, `stop` = entry_budget) instead of the run longer
-    /// (default none, --quick 90).
+    /// (default none, --quick 90). A job still short of 100 samples at its share goes on up to
+    /// the entry budget: fewer cannot be modelled, so an oversubscribed host's run is longer.
     #[arg(long)]
     pub(crate) pace: Option<f64>,
     /// Quantile of the error model that defines tmax (0.8 <= q < 1).

@@ -70,6 +70,9 @@ pub struct Settings {
     pub warmup: u32,
     pub stats: StatOpts,
     pub entry_budget_s: f64,
+    /// A paced entry's way past its share (`--pace`), when it has too few
+    /// samples to model.
+    pub extension: Option<Extension>,
     pub window_min_s: f64,
     pub window_max_s: f64,
     pub lead_s: f64,
@@ -86,6 +89,19 @@ pub struct Settings {
     pub world_rank: i32,
     /// Ping-pongs per clock fit point.
     pub sync_exchanges: u32,
+}
+
+/// How far a paced entry may run past its share of the paced time: while
+/// its least measured entry has fewer than `min_samples` kept samples, up to
+/// `budget_s` (the unpaced entry budget). Pacing divides the run's time
+/// evenly, and on an oversubscribed host (more spinning ranks than cores)
+/// an even share leaves slow entries a few dozen samples: too few for 20
+/// errors above a tail threshold, so they would stay empirical. The run is
+/// then longer than its pace rather than its entries unmodelled.
+#[derive(Debug, Clone, Copy)]
+pub struct Extension {
+    pub budget_s: f64,
+    pub min_samples: u64,
 }
 
 /// What rank 0 of the job learned.

@@ -15,6 +15,10 @@ pub(crate) const QUICK_PACE_S: f64 = 90.0;
 
 /// Smallest budget pacing gives a job: enough for the warm-up and a batch.
 pub(crate) const PACE_FLOOR_S: f64 = 0.1;
+/// A paced entry runs past its share until it has this many samples (or
+/// its unpaced budget is spent): what a tail model needs, with a margin for
+/// ties at the threshold.
+pub(crate) const PACED_MIN_SAMPLES: u64 = (mpiover_stats::tail::MIN_SAMPLE as u64) * 5 / 4;
 
 /// Everything that all ranks decide the same way from the arguments.
 pub(crate) struct Plan {

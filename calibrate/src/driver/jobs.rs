@@ -9,11 +9,11 @@ use super::{Driver, Fail};
 use crate::args::SyncArg;
 use crate::clock;
 use crate::grid::{self, Job, Pair};
-use crate::measure::{self, Settings, Sync};
+use crate::measure::{self, Extension, Settings, Sync};
 use crate::mpi;
 use crate::output::make_entry;
 use crate::pattern::Pattern;
-use crate::plan::{keys_of, same_host_of, PACE_FLOOR_S};
+use crate::plan::{keys_of, same_host_of, PACED_MIN_SAMPLES, PACE_FLOOR_S};
 use crate::progress::Progress;
 use crate::protocol;
 
@@ -214,6 +214,9 @@ impl Driver<'_> {
                     let quota = self.stats.max_samples.div_ceil(rounds) * (had + 1);
                     settings.stats.min_samples = quota;
                     settings.stats.max_samples = quota;
+                    if let Some(x) = settings.extension.as_mut() {
+                        x.min_samples = x.min_samples.min(quota);
+                    }
                 }
                 if self.plan.pace.is_none() {
                     settings.entry_budget_s /= rounds as f64;
@@ -260,14 +263,19 @@ impl Driver<'_> {
     fn job_settings(&self, job: &Job, window_slack: &HashMap<u32, f64>) -> Settings {
         // Pacing (rank 0 alone decides when an entry ends): this job's share
         // of the time left, over the jobs left including this one.
-        let entry_budget_s = match self.plan.pace {
+        let top = self.plan.entry_budget.max(PACE_FLOOR_S);
+        let (entry_budget_s, extension) = match self.plan.pace {
             Some(pace) if self.me == 0 => {
                 let spent = self.prev_wall + (clock::raw_now() - self.t_start);
                 let left = (self.queue.len() - self.qpos + 1) as f64;
-                let top = self.plan.entry_budget.max(PACE_FLOOR_S);
-                ((pace - spent) / left).clamp(PACE_FLOOR_S, top)
+                let share = ((pace - spent) / left).clamp(PACE_FLOOR_S, top);
+                let extension = Extension {
+                    budget_s: top,
+                    min_samples: PACED_MIN_SAMPLES.min(self.settings.stats.max_samples),
+                };
+                (share, Some(extension))
             }
-            _ => self.plan.entry_budget,
+            _ => (self.plan.entry_budget, None),
         };
         // Spin while waiting for a window start unless the job's ranks on
         // this host outnumber its CPUs (then yield; ranks outside the job
@@ -275,6 +283,7 @@ impl Driver<'_> {
         let cpus = self.topo.layout.host_cpus;
         Settings {
             entry_budget_s,
+            extension,
             yield_wait: cpus > 0 && self.topo.local_members(job, self.me) > cpus,
             window_slack_s: window_slack.get(&job.ranks).copied().unwrap_or(0.0),
             delay: self

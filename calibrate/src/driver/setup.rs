@@ -97,6 +97,7 @@ impl<'a> Driver<'a> {
             warmup: a.warmup,
             stats,
             entry_budget_s: plan.entry_budget,
+            extension: None,
             window_min_s: 5e-6,
             window_max_s: 1.0,
             lead_s: 2e-4,

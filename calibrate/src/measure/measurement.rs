@@ -47,6 +47,9 @@ pub(super) struct Control {
     pub stop: Option<StopReason>,
     /// Windows run so far (numbers the next batch's first window).
     w_count: u64,
+    /// The entry's budget now: its paced share, or the extension's while
+    /// an entry is short of the extension's samples.
+    budget_s: f64,
 }
 
 /// One batch as every rank runs it: what rank 0 broadcast, then the local
@@ -184,6 +187,7 @@ impl<'a> Measurement<'a> {
             bad_at_max: 0,
             stop: None,
             w_count: 0,
+            budget_s: s.entry_budget_s,
         }
     }
 
@@ -207,7 +211,7 @@ impl<'a> Measurement<'a> {
     pub fn next_batch(&self, ctl: &Control) -> Option<Batch> {
         let mut hdr = [0.0f64; 4];
         if self.me == 0 {
-            let budget_left = self.s.entry_budget_s - (self.clock.now() - self.t0);
+            let budget_left = ctl.budget_s - (self.clock.now() - self.t0);
             let fit = ((budget_left / ctl.window).floor() as u64).max(1);
             hdr = [
                 if ctl.stop.is_some() { 1.0 } else { 0.0 },
@@ -440,6 +444,22 @@ impl<'a> Measurement<'a> {
         }
     }
 
+    /// Rank 0: the entry's budget now, kept in `ctl` for the next batch's
+    /// size. A paced share is extended while the least measured entry has
+    /// fewer samples than a tail model needs (`Extension`).
+    fn budget_s(&self, out: &Outcome, ctl: &mut Control) -> f64 {
+        let least = self
+            .measured()
+            .map(|e| out.samples[e].len() as u64)
+            .min()
+            .unwrap_or(0);
+        ctl.budget_s = match self.s.extension {
+            Some(x) if least < x.min_samples => x.budget_s.max(self.s.entry_budget_s),
+            _ => self.s.entry_budget_s,
+        };
+        ctl.budget_s
+    }
+
     /// Rank 0: stops (by the stopping rule, a sample limit or a budget), or
     /// sizes the next batch. `deadline` is the raw clock time when the run's
     /// budget ends.
@@ -464,7 +484,7 @@ impl<'a> Measurement<'a> {
             });
         } else if crate::clock::raw_now() >= deadline {
             ctl.stop = Some(StopReason::TimeBudget);
-        } else if elapsed + ctl.window * 8.0 >= s.entry_budget_s {
+        } else if elapsed + ctl.window * 8.0 >= self.budget_s(out, ctl) {
             ctl.stop = Some(StopReason::EntryBudget);
         } else if ctl.bad_at_max >= 3 {
             ctl.stop = Some(StopReason::WindowMax);

@@ -341,3 +341,49 @@ pub(crate) fn quick_measures_collectives_at_the_world_size() {
     assert!(!l.out_of_range && l.exact, "{l:?}");
     assert!(p.tmax("MPI_Allreduce", 16, 8, None).unwrap().out_of_range);
 }
+
+/// Pacing divides the run's time evenly; an entry whose even share gives it
+/// fewer samples than a tail model needs goes on to 100 (before, 4 and 12
+/// here), and stops there by its budget. Here a 4 MiB `MPI_Allreduce`
+/// takes a millisecond or more, so its window does too, and the 0.1 s share
+/// of a 0.2 s pace holds a few dozen.
+#[test]
+pub(crate) fn paced_entries_go_on_to_the_samples_a_tail_model_needs() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tmpdir("paced");
+    let f = d.join("p.json");
+    let fs = f.to_str().unwrap();
+    let args = [
+        "--functions",
+        "MPI_Allreduce",
+        "--procs",
+        "2",
+        "--sizes",
+        "1Mi,4Mi",
+        "--pace",
+        "0.2",
+        "--entry-budget",
+        "5",
+        "-o",
+        fs,
+    ];
+    let t0 = Instant::now();
+    let Some(out) = run(2, &[], &args) else {
+        return;
+    };
+    ok(&out);
+    let p = Profile::load(&f).unwrap();
+    let summary: Vec<String> = p
+        .entries
+        .iter()
+        .map(|e| format!("{} B: {} samples, stop {:?}", e.bytes, e.n, e.stop))
+        .collect();
+    eprintln!("{summary:?} in {:?}", t0.elapsed());
+    assert_eq!(p.entries.len(), 2, "{summary:?}");
+    for e in &p.entries {
+        assert!(e.n >= 100, "{summary:?}");
+    }
+    // Extended to the samples, not to the 5 s entry budget.
+    assert!(t0.elapsed().as_secs_f64() < 12.0, "{:?}", t0.elapsed());
+    let _ = std::fs::remove_dir_all(&d);
+}

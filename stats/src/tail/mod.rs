@@ -57,6 +57,10 @@ fn within(ci: Option<QuantileCi>, sample: &Sample, value: f64) -> bool {
 pub const LEVELS: [f64; 5] = [0.75, 0.80, 0.85, 0.90, 0.95];
 /// Fewest exceedances a GPD is fitted to.
 pub const MIN_EXCEEDANCES: usize = 20;
+/// Smallest sample that can have a tail model: `MIN_EXCEEDANCES` above the
+/// lowest threshold, MIN_EXCEEDANCES / (1 - LEVELS[0]) (a constant rather
+/// than that expression: float arithmetic in constants needs a newer Rust).
+pub const MIN_SAMPLE: usize = 80;
 
 /// The tail model of one sample (see the module docs).
 #[derive(Debug, Clone, PartialEq, Serialize)]

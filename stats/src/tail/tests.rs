@@ -151,3 +151,9 @@ fn parameters_that_are_not_a_tail_model_give_none() {
     assert!(terr_max_from_params(&[1e-6, 9.0, 1e-6, 0.1], 0.99).is_none());
     assert!(terr_max_from_params(&[1e-6, 0.1, 1e-6, 0.1], 0.99).is_some());
 }
+
+#[test]
+fn min_sample_follows_the_lowest_threshold() {
+    let needed = (MIN_EXCEEDANCES as f64 / (1.0 - LEVELS[0])).ceil() as usize;
+    assert_eq!(MIN_SAMPLE, needed);
+}
