@@ -147,3 +147,17 @@ mod headline_tests {
         assert_eq!(super::library_headline(o), o);
     }
 }
+
+#[cfg(test)]
+mod date_and_cpu_list_tests {
+    use super::{cpu_list_len, iso8601_utc};
+
+    #[test]
+    fn iso_dates() {
+        assert_eq!(iso8601_utc(0.0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso8601_utc(951_782_400.0), "2000-02-29T00:00:00Z");
+        assert_eq!(iso8601_utc(1_700_000_000.0), "2023-11-14T22:13:20Z");
+        assert_eq!(cpu_list_len("0-3,6"), 5);
+        assert_eq!(cpu_list_len("1"), 1);
+    }
+}

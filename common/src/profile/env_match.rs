@@ -1,6 +1,7 @@
 //! Whether a profile was measured in the environment of a run.
 
-use super::*;
+use crate::profile::error::Mismatch;
+use crate::profile::schema::{Environment, Profile};
 
 pub(crate) fn norm_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")

@@ -7,7 +7,9 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::*;
+use super::PROFILE_SCHEMA;
+use crate::profile::error::ProfileError;
+use crate::profile::schema::{Environment, Method, Profile, ProfileEntry, ProfileKey};
 
 impl Profile {
     pub fn new(environment: Environment, method: Method) -> Self {

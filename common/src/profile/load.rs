@@ -75,7 +75,7 @@ impl HostLoad {
         ratios.retain(|r| r.is_finite() && *r >= 1.0);
         if ratios.len() >= Self::DRIFT_MIN_ENTRIES {
             self.drift_entries = ratios.len() as u32;
-            self.drift = Some(super::merge::median_of(ratios));
+            self.drift = Some(super::samples::median_of(ratios));
         }
         self.unsteady = self.drift.is_some_and(|d| d > Self::UNSTEADY_DRIFT);
         self

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::functions::{EventClass, Scope};
 
-use super::*;
+use crate::profile::fit_model::FitModel;
+use crate::profile::schema::{Method, Profile, ProfileEntry, SyncMethod};
 
 /// How a tmax was estimated, as far as the report's significance test needs
 /// it: from `n` calibration samples, by a fitted model (`fitted`) or as the

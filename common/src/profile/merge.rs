@@ -2,20 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use super::*;
-
-pub(crate) fn median_of(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
-}
+use crate::profile::error::ProfileError;
+use crate::profile::samples::{median_of, Samples};
+use crate::profile::schema::{EntryRun, Profile, ProfileEntry, ProfileKey, Protocol};
 
 /// Combine per-run summaries into an entry's top-level fields (module docs,
 /// "Merging runs"): counts and sums are summed, order statistics take the

@@ -169,8 +169,8 @@ impl Samples {
             return None;
         }
         let h = last.len() / 2;
-        let a = super::merge::median_of(last[..h].to_vec());
-        let b = super::merge::median_of(last[h..].to_vec());
+        let a = median_of(last[..h].to_vec());
+        let b = median_of(last[h..].to_vec());
         (a > 0.0 && b > 0.0).then(|| a.max(b) / a.min(b))
     }
 
@@ -282,6 +282,22 @@ fn base64_decode(s: &str) -> Result<Vec<u8>, String> {
         out.extend_from_slice(&bytes[..3 - pad]);
     }
     Ok(out)
+}
+
+/// The median of `v` (the mean of the middle two for an even count; NaN for
+/// none). Kept here, with the samples, rather than with the merge that also
+/// uses it, so that the host load and the samples need nothing from the merge.
+pub(crate) fn median_of(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
 }
 
 #[cfg(test)]

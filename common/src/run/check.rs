@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use crate::record::{Record, FINISHED_AT_MERGE as MERGE_CUT};
 
-use super::*;
+use crate::run::error::{RunError, RunWarning};
+use crate::run::record_file::Source;
 
 /// What the cross-record checks need of one record.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::joblog::{JobLog, LOG_FILE_NAME};
 use crate::record::{Record, RECORD_SCHEMA};
 
-use super::*;
+use crate::run::error::RunError;
 
 /// A run directory: its job log, if rank 0 wrote one at `MPI_Finalize`, and
 /// its per-rank record files, sorted by name (so by rank): written by ranks

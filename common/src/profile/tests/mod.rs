@@ -1,5 +1,10 @@
-use super::*;
-use crate::host::{cpu_list_len, iso8601_utc};
+use crate::profile::fit_model::FitModel;
+use crate::profile::lookup::{is_point_to_point, Query};
+use crate::profile::merge::combine_runs;
+use crate::profile::schema::{
+    ClockSync, Environment, Measured, Method, Profile, ProfileEntry, RankClock, RunInfo,
+    StopReason, SyncMethod,
+};
 use proptest::prelude::*;
 
 fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> ProfileEntry {
@@ -440,15 +445,6 @@ fn merge_keeps_both_runs() {
         .to_string()
         .contains("environments differ"));
     assert!(Profile::merge(&a, &e2, true).is_ok());
-}
-
-#[test]
-fn iso_dates() {
-    assert_eq!(iso8601_utc(0.0), "1970-01-01T00:00:00Z");
-    assert_eq!(iso8601_utc(951_782_400.0), "2000-02-29T00:00:00Z");
-    assert_eq!(iso8601_utc(1_700_000_000.0), "2023-11-14T22:13:20Z");
-    assert_eq!(cpu_list_len("0-3,6"), 5);
-    assert_eq!(cpu_list_len("1"), 1);
 }
 
 fn ragged() -> impl Strategy<Value = Vec<(u32, Vec<(u64, f64)>)>> {

@@ -1,7 +1,12 @@
 //! The kept samples through a merge, and what a fitted entry tells the
 //! significance test.
 
-use super::*;
+use super::{entry, grid};
+use crate::profile::fit_model::FitModel;
+use crate::profile::load::HostLoad;
+use crate::profile::lookup::Basis;
+use crate::profile::samples::Samples;
+use crate::profile::schema::Profile;
 
 /// Merged runs keep their samples one after the other, in the order of
 /// `runs`; an entry whose other part has no samples (an older profile) has
