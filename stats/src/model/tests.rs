@@ -1,8 +1,8 @@
 //! Tests of the model families: the Poisson and exponential closed forms, and every family's
 //! pmf, tail, quantiles and MLE.
-use super::*;
-use crate::histogram::Binning;
-use crate::sample::Sample;
+use super::{negbin, Model, ModelKind};
+use crate::histogram::{Binning, ErrorClasses};
+use crate::sample::{QMax, Sample};
 use statrs::function::gamma::gamma_lr;
 
 fn hist(ticks: &[u64], r: f64) -> ErrorClasses {

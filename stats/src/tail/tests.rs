@@ -1,6 +1,7 @@
 use super::gpd::{anderson_darling, fit_mle, Gpd};
 use super::null::{p_value, simulated_a2, SplitMix};
-use super::*;
+use super::{fit_tail, terr_max_from_params, LEVELS, MIN_EXCEEDANCES, MIN_SAMPLE};
+use crate::sample::{QMax, Sample};
 
 /// The fit and test of `y` reject it at 5 %; no fit (a shape on the heavy edge) counts as a
 /// rejection.

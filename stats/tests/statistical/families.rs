@@ -8,7 +8,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Exp, Gamma, LogNormal, Poisson};
 
-use super::*;
+use super::{check_sane, NS};
 
 /// floor + K ticks with K negative binomial (mean m ticks, size r): a Poisson whose rate is
 /// gamma distributed (shape r, scale m / r).

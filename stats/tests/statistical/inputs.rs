@@ -7,7 +7,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Poisson};
 
-use super::*;
+use super::{check_sane, NS};
 
 /// Tick-quantized data at an odd resolution: the classes are exactly the tick counts, so the
 /// Poisson MLE equals the mean tick count to the last digit.

@@ -5,7 +5,7 @@ use mpiover_stats::{fit, quantile_ci, FitOptions, ModelKind, Sample};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use super::*;
+use super::{check_sane, exponential_ticks, fraction, poisson_ticks, NS};
 
 #[test]
 pub(crate) fn poisson_lambda_is_recovered() {

@@ -5,7 +5,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp};
 
-use super::*;
+use super::fraction;
 
 /// The significance test's false-positive rate on clean sites (the report): calibrate
 /// tmax with `fit` on 200 samples, then count how many of 2000 fresh calls from the *same*

@@ -4,7 +4,7 @@ use mpiover_stats::{FitOptions, Stop, StoppingRule};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use super::*;
+use super::{exponential_ticks, poisson_ticks, NS};
 
 /// Where the stopping rule stops on a stream, checking every 25 samples as the calibration
 /// would.
