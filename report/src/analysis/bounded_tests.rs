@@ -2,13 +2,19 @@
 //! detail) against the report on the per-rank records of the same job:
 //! every exact figure equal, every estimate within its stated bound.
 
-use mpiover_aggregate::SKETCH_ALPHA;
+use std::path::Path;
+
+use mpiover_aggregate::{JobAggregate, SKETCH_ALPHA};
+use mpiover_common::record::Record;
+use mpiover_common::run::{RankInfo, RunCheck, RunSummary};
+
+use super::{assemble, Options};
+use crate::analysis::load::{analyze_records, job_aggregate_of};
 
 // The same check as the end-to-end test's on a real job.
 #[path = "../../../tests/tests/e2e/estimates.rs"]
 mod estimates;
 
-use super::*;
 use crate::synth;
 
 fn summary_of(records: &[Record]) -> RunSummary {

@@ -2,10 +2,17 @@
 //! folded per rank, through its encoding, merged in any order, and evaluated
 //! again against another profile.
 
-use mpiover_common::profile::MpiTValue;
+use std::path::Path;
 
-use super::*;
+use mpiover_aggregate::JobAggregate;
+use mpiover_common::profile::MpiTValue;
+use mpiover_common::record::Record;
+use mpiover_common::run::{RankInfo, RunCheck, RunSummary};
+
+use super::{assemble, Options};
+use crate::analysis::load::{analyze_records, job_aggregate_of};
 use crate::synth;
+use crate::tmax::TmaxSource;
 
 fn summary_of(records: &[Record]) -> RunSummary {
     let mut c = RunCheck::new();

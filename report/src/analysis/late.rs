@@ -1,7 +1,7 @@
 //! Who made a site wait: late ranks of collectives by arrival, the peers of
 //! multi-peer completions (`docs/method.md`, "Late ranks").
 
-use super::*;
+use mpiover_aggregate::{HashMap, PeerAcc, RankSite, SiteAcc, Spread};
 
 pub(crate) const MAX_LATE: usize = 16;
 

@@ -1,9 +1,19 @@
 //! Reading a run directory: records parsed and folded in parallel, one
 //! worker per core, then checked as a run.
 
-use mpiover_aggregate::EagerLimit;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
-use super::*;
+use mpiover_aggregate::{Aggregate, EagerLimit, JobAggregate};
+use mpiover_common::record::Record;
+use mpiover_common::run::{RankInfo, RunCheck, RunDir, RunError, RunSummary};
+
+use super::Options;
+use crate::analysis::assemble::finish;
+use crate::analysis::rendezvous::rendezvous_of;
+use crate::model::Report;
+use crate::tmax::TmaxSource;
 
 /// Reads a run directory and computes its report.
 pub fn analyze_dir(

@@ -17,28 +17,17 @@
 //! units, i128), which is exact and independent of the order in which workers
 //! fold records, so the output does not depend on scheduling.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
-
-use mpiover_aggregate::display_bins::dist_edge;
-use mpiover_aggregate::{
-    Aggregate, Fx, HashMap, Loc, PeerAcc, RankAcc, RankSite, SiteAcc, SiteKey, Spread,
-};
+use mpiover_aggregate::{HashMap, PeerAcc, RankSite, SiteKey};
 use mpiover_common::functions::WaitState;
-use mpiover_common::profile::Basis;
-use mpiover_common::record::Record;
-use mpiover_common::run::{RankInfo, RunCheck, RunDir, RunError, RunSummary};
 
 use crate::model::*;
-use crate::signif;
-use crate::tmax::TmaxSource;
 
 mod assemble;
 #[cfg(test)]
 mod bounded_tests;
 mod causes;
+#[cfg(test)]
+mod causes_tests;
 #[cfg(test)]
 mod job_log_tests;
 mod late;
@@ -51,11 +40,7 @@ mod symbols;
 #[cfg(test)]
 mod tests;
 
-use assemble::*;
-use late::*;
 use per_rank::*;
-use rendezvous::*;
-use site_row::Built;
 
 pub use load::{analyze_dir, analyze_records, job_aggregate_of};
 pub use mpiover_aggregate::{

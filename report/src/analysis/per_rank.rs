@@ -1,6 +1,8 @@
 //! A site's spread over ranks.
 
-use super::*;
+use mpiover_aggregate::{RankSite, Spread};
+
+use crate::model::PerRank;
 
 pub(crate) fn median_sorted(v: &[f64]) -> f64 {
     let n = v.len();

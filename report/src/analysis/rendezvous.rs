@@ -1,8 +1,10 @@
 //! The eager/rendezvous limit the report applies, and where it comes from.
 
 use mpiover_aggregate::{eager_limit, EagerLimit};
+use mpiover_common::record::Record;
 
-use super::*;
+use super::Options;
+use crate::tmax::TmaxSource;
 
 /// The eager limit for a run whose first record is `first`, in this order:
 /// `--eager-limit`, the measurement of the profile given, else of the one

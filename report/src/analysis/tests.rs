@@ -1,10 +1,19 @@
 //! Tests of the analysis on records made in memory.
 
-use mpiover_common::completion::KeyRef;
+use std::path::Path;
 
-use super::*;
+use mpiover_aggregate::RankSite;
+use mpiover_common::completion::KeyRef;
+use mpiover_common::functions::WaitState;
+use mpiover_common::record::Record;
+use mpiover_common::run::{RankInfo, RunCheck, RunSummary};
+
+use super::{Options, DEFAULT_TMAX_SPREAD};
+use crate::analysis::late::late_by_arrival;
+use crate::analysis::load::analyze_records;
+use crate::model::{LateBasis, Metric, ProfileSource, Report, Significance, SiteReport};
 use crate::synth::{self, fixture_tmax, Times};
-use crate::tmax::{FnTmax, Tmax};
+use crate::tmax::{FnTmax, Tmax, TmaxSource};
 
 fn summary_of(records: &[Record]) -> RunSummary {
     let mut c = RunCheck::new();

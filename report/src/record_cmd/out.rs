@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
-use super::*;
+use crate::record_cmd::preload::absolute;
 
 /// The profile, checked readable before the job starts (a bad profile would
 /// otherwise cost one warning per rank and a run without overhead).

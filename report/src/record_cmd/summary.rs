@@ -7,7 +7,7 @@ use mpiover_report::analysis::{analyze_dir, Options};
 use mpiover_report::model::Report;
 use mpiover_report::units::{pct, secs};
 
-use super::*;
+use crate::record_cmd::preload::LIB_NAME;
 
 /// Analyses the run directory and renders a short summary. Never fails: a
 /// problem with the records becomes a line of the summary.

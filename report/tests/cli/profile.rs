@@ -1,7 +1,12 @@
 //! `report --profile`: the profile's environment, q_max, and where its
 //! tmax values stop being trusted.
 
-use super::*;
+use std::path::Path;
+
+use mpiover_common::record::rank_file_name;
+use mpiover_report::synth;
+
+use super::{assert_error, fixture_run_in, json_of, mpiover, tmp, write_fixture};
 
 /// The fixture's machine as a calibrated profile: for every key the fixture's
 /// calls look up, an exponential error model fitted at q_max 0.9 (the

@@ -1,7 +1,12 @@
 //! What only the HTML export shows: the call-time distributions, sources and
 //! the per-rank heat map of the top sites.
 
-use super::*;
+use mpiover_aggregate::display_bins::dist_edge;
+use mpiover_aggregate::{Loc, Spread};
+
+use crate::analysis::site_row::Built;
+use crate::analysis::Options;
+use crate::model::{Detail, Dist, Excerpt, Heatmap, Metric, RegionRef, RegionReport};
 
 /// Details of the top `opts.detail_sites` sites of `built` (ranked).
 pub(crate) fn details(built: &[Built], opts: &Options, world: u32, overhead_known: bool) -> Detail {

@@ -1,6 +1,8 @@
 //! The wait matrix: who waited on whom in point-to-point calls.
 
-use super::*;
+use mpiover_aggregate::{HashMap, PeerAcc, RankAcc};
+
+use crate::model::{Metric, WaitCell, WaitMatrix};
 
 /// The matrix of `wait` (waiter, peer): overhead when known, else time;
 /// `ranks` (sorted by rank) gives each rank's host.

@@ -2,7 +2,14 @@
 //! the profile and warnings, one row per site, significance, ranking, the
 //! HTML details, the wait matrix, the summary and the methods.
 
-use super::*;
+use mpiover_aggregate::Aggregate;
+use mpiover_common::run::RunSummary;
+
+use super::Options;
+use crate::analysis::site_row::Built;
+use crate::model::{Methods, Report, SiteReport, Stability, REPORT_SCHEMA};
+use crate::signif;
+use crate::tmax::TmaxSource;
 
 mod detail;
 mod matrix;

@@ -1,6 +1,11 @@
 //! The significance test of every site (`docs/method.md`, "Significance").
 
-use super::*;
+use mpiover_common::profile::Basis;
+
+use crate::analysis::site_row::Built;
+use crate::analysis::Options;
+use crate::model::{Significance, SiteReport};
+use crate::signif;
 
 /// Tests every site with a tmax: one-sided against the calibration's own
 /// spread (`signif::Null`), Benjamini-Hochberg across sites. Returns the

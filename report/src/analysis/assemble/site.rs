@@ -1,8 +1,15 @@
 //! One site of the report from its accumulator: totals, wait state, late
 //! ranks, the completion links.
 
-use super::*;
-use crate::analysis::site_row::{file_line, function_name};
+use std::collections::BTreeMap;
+
+use mpiover_aggregate::{HashMap, PeerAcc, SiteAcc, SiteKey};
+use mpiover_common::functions::WaitState;
+
+use crate::analysis::late::{charge_multi, late_by_arrival, MAX_LATE};
+use crate::analysis::per_rank;
+use crate::analysis::site_row::{file_line, function_name, Built};
+use crate::model::{LateBasis, Significance, SiteReport, WaitedFor};
 
 /// An `inlined_into` item, `function (file:line)`, with its function
 /// demangled.

@@ -16,10 +16,13 @@
 //! ranks), and the same for its overhead.
 
 use mpiover_aggregate::tmax_eval::evaluate;
-use mpiover_aggregate::{KeyAcc, KeyId};
+use mpiover_aggregate::{Fx, HashMap, KeyAcc, KeyId, SiteKey};
 
-use super::*;
-use crate::model::{Level, Margin};
+use crate::analysis::site_row::Built;
+use crate::analysis::Options;
+use crate::model::{Level, Margin, Significance, SiteReport};
+use crate::signif;
+use crate::tmax::TmaxSource;
 
 /// A site's calls against tmax times one factor.
 #[derive(Debug, Clone, Copy, Default)]

@@ -1,7 +1,13 @@
 //! The report's run, summary, per-rank and tool-cost parts, from the ranks'
 //! totals and the finished site rows.
 
-use super::*;
+use mpiover_aggregate::{Fx, RankAcc};
+use mpiover_common::run::RunSummary;
+
+use crate::analysis::per_rank::median_sorted;
+use crate::model::{
+    RankReport, RankedBy, ReportedRun, Significance, SiteReport, Summary, TimerInfo, ToolCost,
+};
 
 /// Sums over the ranks, in rank order (so that the floating-point sums are
 /// the same from run to run).

@@ -2,8 +2,14 @@
 //! profile measured elsewhere, lookups out of range or missing, the tool's own
 //! warnings (once each, with the ranks that raised them).
 
-use super::*;
+use std::collections::BTreeMap;
+
+use mpiover_aggregate::{Lookups, RankAcc};
 use mpiover_common::profile::Environment;
+use mpiover_common::run::RunSummary;
+
+use crate::model::{ProfileMethod, ProfileSource};
+use crate::tmax::TmaxSource;
 
 /// The profile used (`--profile` wins over what the records say), its
 /// q_max, and every warning of the run in the order the report lists them.

@@ -16,17 +16,13 @@
 //! names its origin. The causes of one question never claim more than it
 //! asked, so a site's causes add up to at most its overhead.
 
-use mpiover_aggregate::RegionId;
-
-use crate::model::{CAUSE_OF_OVERHEAD, CAUSE_OF_REFERENCE};
+use mpiover_aggregate::{HashMap, PeerAcc, RegionId, SiteKey};
 
 use super::site_row::Built;
-use super::*;
+use crate::model::{RootCause, CAUSE_OF_OVERHEAD, CAUSE_OF_REFERENCE};
 
 mod index;
 mod stretch;
-#[cfg(test)]
-mod tests;
 
 use index::{median, region_ref};
 pub(crate) use index::{region_reports, sort_rows, RegionIndex};

@@ -2,10 +2,9 @@
 
 use std::fmt::Write;
 
+use super::{esc, heat, Ctx};
 use crate::model::Metric;
 use crate::units::{count, pct, secs};
-
-use super::*;
 
 pub(crate) fn heatmap(o: &mut String, c: &Ctx) {
     let Some(h) = &c.r.detail.heatmap else { return };

@@ -2,10 +2,9 @@
 
 use std::fmt::Write;
 
+use super::{esc, Ctx};
 use crate::model::ProfileSource;
 use crate::units::{bytes, count, pct, secs};
-
-use super::*;
 
 pub(crate) fn ranks_table(o: &mut String, c: &Ctx) {
     let r = c.r;

@@ -19,7 +19,6 @@ mod style;
 mod summary;
 
 use charts::*;
-use dist::*;
 use methods::*;
 use regions::*;
 use sites::*;

@@ -4,12 +4,10 @@
 
 use std::fmt::Write;
 
-use crate::model::TOP_REGIONS;
-use crate::model::{Excerpt, RegionRef};
+use super::{esc, Ctx};
+use crate::model::{Excerpt, RegionRef, SiteReport, TOP_REGIONS};
 use crate::prose::regions::{cause, function, label};
 use crate::units::{count, secs};
-
-use super::*;
 
 /// The index into `Report::regions` of `g` when its source lines are shown.
 fn with_source(c: &Ctx, g: &RegionRef) -> Option<usize> {

@@ -3,10 +3,11 @@
 
 use std::fmt::Write;
 
+use super::{esc, Ctx};
+use crate::export::html::dist::dist_svg;
+use crate::export::html::regions::root_causes;
 use crate::model::{Significance, WaitState};
 use crate::units::{bytes, count, pct, secs};
-
-use super::*;
 
 pub(crate) fn opt_secs(v: Option<f64>) -> String {
     v.map(secs).unwrap_or_else(|| "-".into())

@@ -2,10 +2,9 @@
 
 use std::fmt::Write;
 
+use super::{esc, Ctx};
 use crate::model::SiteReport;
 use crate::units::{count, pct, secs};
-
-use super::*;
 
 pub(crate) fn summary(o: &mut String, c: &Ctx) {
     let s = &c.r.summary;

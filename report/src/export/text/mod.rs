@@ -4,9 +4,9 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use super::ExportOptions;
-use crate::model::{Metric, ProfileSource, RankedBy, Report, Significance, SiteReport, WaitState};
+use crate::model::{RankedBy, Report, SiteReport};
 use crate::prose::paths::{report_files, short_paths};
-use crate::units::{bytes, count, pct, secs};
+use crate::units::secs;
 
 mod regions;
 mod sections;
@@ -42,6 +42,14 @@ impl Ctx<'_> {
             _ => s.location.clone(),
         }
     }
+}
+
+/// A section's title in bold and, after it, what the section shows. Here
+/// beside `Ctx` rather than with the sections, so that the root-cause
+/// sections in `regions` and the others in `sections` share it without
+/// depending on each other for it.
+fn heading(o: &mut String, c: &Ctx, title: &str, what: impl std::fmt::Display) {
+    let _ = writeln!(o, "{}  ({what})", c.st.bold(title));
 }
 
 fn opt_secs(v: Option<f64>) -> String {

@@ -2,9 +2,13 @@
 //! REGIONS section and its line under METHODS (`docs/method.md`, "Root
 //! causes").
 
-use super::*;
-use crate::model::TOP_REGIONS;
+use std::fmt::Write;
+
+use super::{heading, Ctx};
+use crate::export::text::table::{plain, truncate, Table};
+use crate::model::{SiteReport, TOP_REGIONS};
 use crate::prose::regions::{cause, function, label};
+use crate::units::{pct, secs};
 
 /// Root causes shown per site (the JSON and HTML have all).
 const CAUSES_SHOWN: usize = 3;

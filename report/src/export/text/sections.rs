@@ -1,6 +1,12 @@
 //! The sections of the text report, in the order they are printed.
 
-use super::*;
+use std::fmt::Write;
+
+use super::{heading, opt_secs, Ctx};
+use crate::export::text::regions::{cause_lines, methods_line};
+use crate::export::text::table::{plain, truncate, Table};
+use crate::model::{Metric, ProfileSource, Significance, WaitState};
+use crate::units::{bytes, count, pct, secs};
 
 /// The run: directory, command, ranks, library.
 pub(super) fn header(o: &mut String, c: &Ctx) {
@@ -115,11 +121,6 @@ fn share(part: f64, whole: f64) -> f64 {
     } else {
         0.0
     }
-}
-
-/// A section's title in bold and, after it, what the section shows.
-pub(super) fn heading(o: &mut String, c: &Ctx, title: &str, what: impl std::fmt::Display) {
-    let _ = writeln!(o, "{}  ({what})", c.st.bold(title));
 }
 
 /// The ranked sites table, with notes on sites that are not plain source lines.

@@ -1,6 +1,6 @@
 //! Aligned tables with optional ANSI colour.
 
-use super::*;
+use std::fmt::Write;
 
 #[derive(Clone, Copy, PartialEq)]
 pub(crate) enum Align {

@@ -1,9 +1,14 @@
 //! Root causes on records made in memory: regression tests of the
 //! comparison the excess is made against.
 
-use mpiover_common::record::{Region, RegionEnd};
+use std::path::Path;
 
-use super::*;
+use mpiover_common::record::{Record, Region, RegionEnd};
+use mpiover_common::run::{RankInfo, RunCheck};
+
+use crate::analysis::load::analyze_records;
+use crate::analysis::Options;
+use crate::model::{Report, SiteReport};
 use crate::synth::{self, EntrySpec, Times};
 
 /// `calls` calls of `MPI_Allreduce` at site 1 among `p` ranks, each
