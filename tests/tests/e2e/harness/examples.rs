@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
-use super::*;
+use crate::harness::paths::{examples_out, examples_src, make_vars};
 
 /// Path of a built example, building all of them (once per test process) with
 /// `make -C examples OUT=<tmp>/examples`.

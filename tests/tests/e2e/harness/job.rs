@@ -9,7 +9,8 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::*;
+use crate::harness::examples::example;
+use crate::harness::paths::{lib, mpi_flavor, JOB_TIMEOUT};
 
 /// The suite's one MPI lock: hold it around anything that starts MPI jobs
 /// (`Job::run` does).

@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 
 use mpiover_common::record::Record;
 
-use super::*;
+use crate::harness::examples::example;
+use crate::harness::job::{Job, Outcome};
+use crate::harness::paths::{calibrate_bin, scratch};
+use crate::harness::records::complete_records;
 
 /// A profiled run: outcome, run directory and records.
 pub struct Profiled {

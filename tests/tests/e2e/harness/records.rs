@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use mpiover_common::record::{Record, RECORD_SCHEMA};
 
-use super::*;
+use crate::harness::job::{Job, Outcome};
+use crate::harness::paths::scratch;
 
 /// How many rank records (`rank-*`) a run directory holds (0 when there is
 /// no such directory).

@@ -14,7 +14,12 @@ use std::time::{Duration, Instant};
 use mpiover_common::profile::Profile;
 use serde_json::Value;
 
-use super::*;
+use crate::harness::examples::example;
+use crate::harness::job::{kill_tree, mpi_lock, suite_env, Job, Outcome};
+use crate::harness::paths::{
+    calibrate_bin, lib, mpiover_bin, scratch, suite_launcher, JOB_TIMEOUT,
+};
+use crate::harness::sites::{file_is, shared};
 
 /// Ranks of the accuracy runs and of the calibration (no oversubscription
 /// on this 2-core machine: the injected delays dominate, not the scheduler).

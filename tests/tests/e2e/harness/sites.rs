@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use mpiover_common::record::{Entry, Record, Site};
 
-use super::*;
+use crate::harness::job::Outcome;
 
 pub fn site(r: &Record, id: u32) -> Option<&Site> {
     r.sites.iter().find(|s| s.id == id)
