@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::functions::{EventClass, Scope};
-
 use crate::profile::fit_model::FitModel;
 use crate::profile::schema::{Method, Profile, ProfileEntry, SyncMethod};
 

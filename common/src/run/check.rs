@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::record::{Record, FINISHED_AT_MERGE as MERGE_CUT};
-
 use crate::run::error::{RunError, RunWarning};
 use crate::run::record_file::Source;
 

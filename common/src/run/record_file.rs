@@ -7,7 +7,6 @@ use serde::Deserialize;
 
 use super::joblog::{JobLog, LOG_FILE_NAME};
 use crate::record::{Record, RECORD_SCHEMA};
-
 use crate::run::error::RunError;
 
 /// A run directory: its job log, if rank 0 wrote one at `MPI_Finalize`, and

@@ -1,9 +1,10 @@
 //! Tests of the model families: the Poisson and exponential closed forms, and every family's
 //! pmf, tail, quantiles and MLE.
+use statrs::function::gamma::gamma_lr;
+
 use super::{negbin, Model, ModelKind};
 use crate::histogram::{Binning, ErrorClasses};
 use crate::sample::{QMax, Sample};
-use statrs::function::gamma::gamma_lr;
 
 fn hist(ticks: &[u64], r: f64) -> ErrorClasses {
     let v: Vec<f64> = ticks.iter().map(|&k| 1e-6 + k as f64 * r).collect();

@@ -1,3 +1,5 @@
+use proptest::prelude::*;
+
 use crate::profile::fit_model::FitModel;
 use crate::profile::lookup::{is_point_to_point, Query};
 use crate::profile::merge::combine_runs;
@@ -5,7 +7,6 @@ use crate::profile::schema::{
     ClockSync, Environment, Measured, Method, Profile, ProfileEntry, RankClock, RunInfo,
     StopReason, SyncMethod,
 };
-use proptest::prelude::*;
 
 fn entry(function: &str, p: u32, bytes: u64, role: Option<&str>, tmax: f64) -> ProfileEntry {
     ProfileEntry {
