@@ -358,7 +358,7 @@ mod tests {
             ..Default::default()
         };
         let ratios = vec![1.2; 25];
-        p.runs.push(mpiover_common::profile::RunInfo {
+        p.runs.push(mpiover_common::profile::CalibrationRun {
             load: Some(load.clone().with_drift(ratios.clone())),
             ..Default::default()
         });

@@ -3,7 +3,7 @@
 
 use mpiover_common::host::unix_now;
 use mpiover_common::profile::{
-    fitted, Measured, Method, Profile, ProfileEntry, ProfileKey, RunInfo, Samples,
+    fitted, CalibrationRun, Measured, Method, Profile, ProfileEntry, ProfileKey, Samples,
 };
 
 use mpiover_common::settings::Var;
@@ -111,7 +111,7 @@ pub(crate) fn start_profile(
         let hosts = environment.hosts.clone();
         let mut prof = Profile::new(environment, method);
         let suffix = (unix_now() * 1e6) as u64 ^ ((std::process::id() as u64) << 20);
-        prof.runs.push(RunInfo {
+        prof.runs.push(CalibrationRun {
             id: format!(
                 "{}-{:06x}",
                 date.replace([':', '-'], ""),

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use mpiover_common::profile::{Environment, Method, Profile, ProfileEntry, RunInfo};
+use mpiover_common::profile::{CalibrationRun, Environment, Method, Profile, ProfileEntry};
 
 fn mpiover(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mpiover"))
@@ -83,7 +83,7 @@ fn write_profile(path: &Path, run: &str, scale: f64) {
             ..Default::default()
         },
     );
-    p.runs.push(RunInfo {
+    p.runs.push(CalibrationRun {
         id: run.into(),
         ranks: 4,
         complete: true,

@@ -21,7 +21,7 @@ pub struct Profile {
     pub method: Method,
     /// One element per calibration run (mpirun) whose entries are in here.
     #[serde(default)]
-    pub runs: Vec<RunInfo>,
+    pub runs: Vec<CalibrationRun>,
     pub entries: Vec<ProfileEntry>,
     /// Base points that were planned but not measured, and why.
     #[serde(default)]
@@ -347,7 +347,7 @@ pub struct WindowRule {
 /// One calibration run (one mpirun) whose entries are in the profile.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct RunInfo {
+pub struct CalibrationRun {
     /// Unique id of the run (date and random suffix).
     pub id: String,
     pub date: String,

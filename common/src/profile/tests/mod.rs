@@ -4,7 +4,7 @@ use crate::profile::fit_model::FitModel;
 use crate::profile::lookup::{is_point_to_point, Query};
 use crate::profile::merge::combine_runs;
 use crate::profile::schema::{
-    ClockSync, Environment, Measured, Method, Profile, ProfileEntry, RankClock, RunInfo,
+    CalibrationRun, ClockSync, Environment, Measured, Method, Profile, ProfileEntry, RankClock,
     StopReason, SyncMethod,
 };
 
@@ -74,7 +74,7 @@ fn profile(entries: Vec<ProfileEntry>) -> Profile {
             ..Default::default()
         },
     );
-    p.runs.push(RunInfo {
+    p.runs.push(CalibrationRun {
         id: "run-a".into(),
         ..Default::default()
     });
