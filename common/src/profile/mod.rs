@@ -148,6 +148,7 @@ mod error;
 mod fit_model;
 #[cfg(feature = "stats")]
 pub mod fitted;
+mod index;
 mod io;
 mod load;
 mod lookup;
@@ -157,8 +158,8 @@ mod schema;
 
 pub use error::*;
 pub use fit_model::{FitModel, TailTest};
+pub use index::*;
 pub use load::HostLoad;
-pub use lookup::*;
 pub use merge::*;
 pub use samples::{Samples, SamplesError};
 pub use schema::*;

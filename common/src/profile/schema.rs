@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 use crate::profile::fit_model::{FitModel, TailTest};
+use crate::profile::index::Index;
 use crate::profile::load::HostLoad;
-use crate::profile::lookup::Index;
 use crate::profile::samples::Samples;
 
 /// A calibration profile. Build one with [`Profile::new`] or load it with

@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 
 use crate::profile::fit_model::FitModel;
-use crate::profile::lookup::{is_point_to_point, Query};
+use crate::profile::index::{is_point_to_point, Query};
 use crate::profile::merge::combine_runs;
 use crate::profile::schema::{
     CalibrationRun, ClockSync, Environment, Measured, Method, Profile, ProfileEntry, RankClock,

@@ -3,8 +3,8 @@
 
 use super::{entry, grid};
 use crate::profile::fit_model::FitModel;
+use crate::profile::index::Basis;
 use crate::profile::load::HostLoad;
-use crate::profile::lookup::Basis;
 use crate::profile::samples::Samples;
 use crate::profile::schema::Profile;
 
