@@ -18,6 +18,13 @@ impl Guard {
         self.ts().comms.lookup(comm)
     }
 
+    /// Communicator facts, and rank `r` of `comm` as a rank of the world
+    /// (as `world_rank`), found together.
+    #[inline(always)]
+    pub fn comm_peer(&mut self, comm: MPI_Comm, r: i32) -> (CommInfo, i32) {
+        self.ts().comms.lookup_peer(comm, r)
+    }
+
     /// A rank of `comm` (`info`) as a rank of the world; `MPI_PROC_NULL`,
     /// `MPI_ANY_SOURCE` and invalid ranks give no peer.
     #[inline(always)]

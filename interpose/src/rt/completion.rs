@@ -43,10 +43,10 @@ impl Guard {
             comm,
             ra: site,
             init_ra: site,
-            bytes: ev.sent.max(ev.recvd),
-            p: ev.p,
-            peer: ev.peer,
-            fid: ev.fid,
+            bytes: ev.key.bytes,
+            p: ev.key.p,
+            peer: ev.key.peer,
+            fid: ev.key.fid,
             persistent,
             recv,
             p2p,
@@ -241,40 +241,41 @@ fn unmatched(ts: &mut ThreadState, ev: &mut Ev, req: usize) {
     }
     ts.unmatched += 1;
     // Completed something unknown: the event names no posting call.
-    ev.completes = NONE_FN;
-    ev.post_ra = SiteRef::NONE;
-    ev.n_done = ev.n_done.saturating_add(1);
+    ev.key.completes = NONE_FN;
+    ev.key.post_ra = SiteRef::NONE;
+    ev.key.nreq = ev.key.nreq.saturating_add(1);
 }
 
 #[inline(always)]
 pub(crate) fn merge_done(ev: &mut Ev, r: &ReqInfo, bytes: u64, peer: i32) {
-    if ev.n_done == 0 {
-        ev.completes = r.fid;
-        ev.post_ra = r.ra;
-        ev.peer = peer;
-        ev.p = r.p;
-        ev.sent = bytes;
+    let k = &mut ev.key;
+    if k.nreq == 0 {
+        k.completes = r.fid;
+        k.post_ra = r.ra;
+        k.peer = peer;
+        k.p = r.p;
+        k.bytes = bytes;
     } else {
         // Posted by different calls or sites: none named (and a later one
         // differs from `NONE_FN` too, so it stays none).
-        if ev.completes != r.fid || ev.post_ra != r.ra {
-            ev.completes = NONE_FN;
-            ev.post_ra = SiteRef::NONE;
+        if k.completes != r.fid || k.post_ra != r.ra {
+            k.completes = NONE_FN;
+            k.post_ra = SiteRef::NONE;
         }
-        if ev.peer != peer {
-            ev.peer = NONE_PEER;
+        if k.peer != peer {
+            k.peer = NONE_PEER;
         }
-        if ev.p != r.p {
-            ev.p = 0;
+        if k.p != r.p {
+            k.p = 0;
         }
-        ev.sent = ev.sent.saturating_add(bytes);
+        k.bytes = k.bytes.saturating_add(bytes);
     }
-    ev.n_done = ev.n_done.saturating_add(1);
+    k.nreq = k.nreq.saturating_add(1);
     if r.p2p {
         if r.recv {
-            ev.n_recv = ev.n_recv.saturating_add(1);
+            k.nrecv = k.nrecv.saturating_add(1);
         } else {
-            ev.n_send = ev.n_send.saturating_add(1);
+            k.nsend = k.nsend.saturating_add(1);
         }
     }
 }

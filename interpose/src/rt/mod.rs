@@ -24,6 +24,7 @@ mod arguments;
 mod arrays;
 mod buckets;
 mod call_key;
+mod clock;
 mod comms;
 mod completion;
 mod event;
@@ -52,12 +53,13 @@ pub use requests::{ReqInfo, ReqMap, REQ_CAPACITY};
 pub use crate::site_ref::SiteRef;
 pub use buckets::Buckets;
 pub use call_key::{role_name, CallKey, KeyStats};
+pub(crate) use clock::set_clock;
 pub use regions::{RegionKey, RegionStart, RegionStats};
 pub use site::{add_binding, set_depth, site_of, unwound_site};
 pub use state::{
-    cnt, comm_freed, in_place, resume, type_freed, Role, ToCount, COMM_EPOCH, DEPTH, ENABLED,
-    FID_OTHER, MAX_KEYS, NONE_FN, NONE_PEER, PAUSES, PAUSE_STEP, RESET_STEP, SELF_HI, SELF_LO,
-    STATE, TYPE_EPOCH, WORLD_RANK, WORLD_SIZE,
+    cnt, comm_freed, in_place, resume, type_freed, Role, ToCount, CLOCK_TSC, COMM_EPOCH, DEPTH,
+    ENABLED, FID_OTHER, MAX_KEYS, NONE_FN, NONE_PEER, PAUSES, PAUSE_STEP, RESET_STEP, SELF_HI,
+    SELF_LO, STATE, TYPE_EPOCH, WORLD_RANK, WORLD_SIZE,
 };
 pub(crate) use state::{THREADS, WORLD_GROUP};
 pub use table::{Stats, Table};

@@ -86,6 +86,12 @@ impl Guard {
         if crate::py::in_mpi4py(ra) {
             let depth = DEPTH.load(Relaxed);
             if let Ok(s) = crate::py::site(&mut self.ts().py, ra, depth) {
+                // Counted here rather than by the event, off the common
+                // path: every wrapper records the event of the site it
+                // found (or takes the count back, `record::disabled`).
+                if s.is_python() {
+                    self.ts().py_calls += 1;
+                }
                 return s;
             }
         }

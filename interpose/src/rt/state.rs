@@ -11,13 +11,17 @@ use crate::names::NFUNCS;
 
 use super::*;
 
-/// Recording on (bit 0); bits 1..8 count pauses (`MPI_Pcontrol(0)` then
-/// `(1)`, modulo 128), bits 8.. `MPI_Pcontrol(2)` resets. A thread that sees
-/// the word change forgets where its current region started.
+/// Recording on (bit 0); the clock is the TSC (bit 1, set once at init,
+/// before recording starts: the wrappers' clock reads test this word rather
+/// than the timer's own flag, one instruction less each); bits 2..8 count
+/// pauses (`MPI_Pcontrol(0)` then `(1)`, modulo 64), bits 8..
+/// `MPI_Pcontrol(2)` resets. A thread that sees the word change forgets
+/// where its current region started.
 pub static STATE: AtomicU32 = AtomicU32::new(0);
 pub const ENABLED: u32 = 1;
-pub const PAUSES: u32 = 0xfe;
-pub const PAUSE_STEP: u32 = 1 << 1;
+pub const CLOCK_TSC: u32 = 1 << 1;
+pub const PAUSES: u32 = 0xfc;
+pub const PAUSE_STEP: u32 = 1 << 2;
 pub const RESET_STEP: u32 = 1 << 8;
 
 /// Recording on (`MPI_Pcontrol(1)`); returns the previous word. Turning it
