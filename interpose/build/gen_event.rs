@@ -212,6 +212,12 @@ pub(crate) fn event_parts(g: &mut Gen, name: &str, f: &Func, e: &Function) -> Pa
         });
     }
     sides(g, name, f, r, rooted, status_ident.as_ref(), &mut p.post);
+    // A posting call to or from MPI_PROC_NULL: said to the post in a local
+    // of its own (other wrappers have no use for it).
+    let posts = r.request.is_some();
+    if posts {
+        p.pre.extend(quote! { let mut __pn = false; });
+    }
     if rank.is_some() {
         // A call to or from MPI_PROC_NULL moves nothing that way.
         let zero = match r.peer {
@@ -219,9 +225,14 @@ pub(crate) fn event_parts(g: &mut Gen, name: &str, f: &Func, e: &Function) -> Pa
             Peer::Source(_) if r.recv.is_some() => quote! { __recvd = 0; },
             _ => quote! {},
         };
+        let pn = if posts {
+            quote! { __pn = true; }
+        } else {
+            quote! {}
+        };
         p.post.extend(quote! {
             __ev.key.peer = __wr;
-            if __rk == mpiover_mpisys::consts::proc_null() { #zero __ev.proc_null = true; }
+            if __rk == mpiover_mpisys::consts::proc_null() { #zero #pn }
         });
     }
     p.post.extend(match (r.send.is_some(), r.recv.is_some()) {
@@ -249,9 +260,15 @@ pub(crate) fn event_parts(g: &mut Gen, name: &str, f: &Func, e: &Function) -> Pa
             "Send"
         });
         let persistent = e.persistent_of.is_some();
+        // The event's function as a constant (the event's own copy is in
+        // memory by then).
+        let fid = ident(&format!("FID_{}", e.name));
         p.after.extend(quote! {
             if __r == 0 && !#q.is_null() {
-                __g.post(&__ev, #cb, (*#q).bits(), #persistent, crate::rt::Posted::#kind, __site);
+                __g.post(
+                    &__ev, crate::names::#fid, __pn, #cb, (*#q).bits(), #persistent,
+                    crate::rt::Posted::#kind, __site,
+                );
             }
         });
     }

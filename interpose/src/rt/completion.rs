@@ -8,15 +8,20 @@ use super::requests::MASK;
 use super::*;
 
 impl Guard {
-    /// Remembers a request a posting call created, posted at `site`. A
+    /// Remembers a request a posting call created (its event `ev`, of
+    /// function `fid`; `to_null`: to or from `MPI_PROC_NULL`), posted at
+    /// `site`. A
     /// non-persistent request to or from `MPI_PROC_NULL` is not remembered
     /// (its handle may be shared by all such posts): its handle goes into
     /// `null_reqs`, so that its completion is ignored. Inlined into the
     /// posting wrappers (with the map's insert): no call.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub fn post(
         &mut self,
         ev: &Ev,
+        fid: u16,
+        to_null: bool,
         comm: usize,
         req: usize,
         persistent: bool,
@@ -28,7 +33,7 @@ impl Guard {
             return;
         }
         let ts = self.ts();
-        let proc_null = ev.proc_null && !persistent;
+        let proc_null = to_null && !persistent;
         // A post to or from MPI_PROC_NULL, or any post once the thread has
         // seen one: none in most programs; in one with MPI_PROC_NULL peers
         // (a stencil's boundary) every post checks the few shared handles,
@@ -36,8 +41,12 @@ impl Guard {
         if (proc_null || ts.null_next != 0) && null_post(ts, req, proc_null) {
             return;
         }
-        // The posting call's own event was recorded just before.
+        // The posting call's own event was recorded just before. Only a
+        // persistent post gets here to or from MPI_PROC_NULL (`null_post`
+        // took the others), so the flags of the others are constants,
+        // written with the function as one word.
         let agg = ts.last_event;
+        let null_peer = persistent && to_null;
         ts.reqs.insert_with(req, persistent, || ReqInfo {
             handle: req,
             comm,
@@ -46,14 +55,14 @@ impl Guard {
             bytes: ev.key.bytes,
             p: ev.key.p,
             peer: ev.key.peer,
-            fid: ev.key.fid,
+            fid,
             persistent,
             recv,
             p2p,
             agg,
             active: false,
             cancel: false,
-            proc_null: ev.proc_null,
+            proc_null: null_peer,
         });
     }
 

@@ -20,8 +20,7 @@ pub enum Posted {
 }
 
 /// What a wrapper found out about one call: its key, built in place (the
-/// event adds the call under it without copying it), and what the post
-/// needs besides.
+/// event adds the call under it without copying it).
 pub struct Ev {
     /// The key: the call's site, and its function (an MPI-4 large-count
     /// variant, `MPI_Send_c`, is recorded as its base function, `MPI_Send`:
@@ -32,8 +31,6 @@ pub struct Ev {
     /// posted by different calls or sites) and how many it completed
     /// (`nreq`, `nrecv`, `nsend`: saturating, as the key keeps them).
     pub key: CallKey,
-    /// A point-to-point call to or from `MPI_PROC_NULL`.
-    pub proc_null: bool,
 }
 
 impl Ev {
@@ -55,7 +52,6 @@ impl Ev {
                 role: Role::None,
                 spare: [0; 5],
             },
-            proc_null: false,
         }
     }
 }

@@ -117,16 +117,20 @@ pub fn in_place(buf: *const core::ffi::c_void) -> bool {
 #[macro_export]
 macro_rules! caller {
     () => {{
-        let fp: usize;
+        let ra: usize;
         // The block stands alone whether or not the wrapper's body is itself
         // an unsafe block (generated wrappers' are).
         #[allow(unused_unsafe)]
         // SAFETY: with frame pointers forced (build.rs checks), rbp points at
-        // the saved rbp of this frame and the return address sits above it.
-        let ra = unsafe {
-            core::arch::asm!("mov {}, rbp", out(reg) fp, options(nomem, nostack, preserves_flags));
-            *(fp as *const usize).add(1)
-        };
+        // the saved rbp of this frame and the return address sits above it:
+        // read in one instruction.
+        unsafe {
+            core::arch::asm!(
+                "mov {}, qword ptr [rbp + 8]",
+                out(reg) ra,
+                options(readonly, nostack, preserves_flags)
+            );
+        }
         ra
     }};
 }
