@@ -1,10 +1,16 @@
 //! The C entry points: an event wrapper or a plain (counted) one per
 //! function.
 
+use std::collections::BTreeMap;
+
+use mpiover_common::functions::Function;
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::*;
+use crate::gen_event::{event_parts, Parts};
+use crate::parse::Func;
+use crate::spec::{self, Hook};
+use crate::Gen;
 
 /// `name` is the wrapped function; `e` its event spec, which for an MPI-4
 /// large-count variant (`MPI_Send_c`) is its base function's (`MPI_Send`):

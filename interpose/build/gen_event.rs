@@ -2,10 +2,17 @@
 //! from the spec's roles (shared by the C and the Fortran wrappers), as
 //! `quote!` templates over the header's parameter names.
 
+use std::collections::BTreeSet;
+
+use mpiover_common::functions::roles::{At, Count, Dtype, Len, Peer, Requests, Roles, Side};
+use mpiover_common::functions::Function;
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::*;
+use crate::gen_c::ident;
+use crate::parse::Func;
+use crate::validate::{param, Kind};
+use crate::Gen;
 
 /// Name of the Fortran wrapper's argument in the position of C parameter `c`.
 pub(crate) fn fname(f: &Func, c: &str) -> Ident {

@@ -1,9 +1,17 @@
 //! The Fortran wrappers: a body per function and its five entry points.
 
+use std::collections::BTreeMap;
+
+use mpiover_common::functions::Function;
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::*;
+use crate::fortran_abi::{fortran_from_c, FFunc};
+use crate::gen_c::{ident, tokens};
+use crate::gen_event::{event_parts, Parts};
+use crate::parse::{norm, Func};
+use crate::spec::{self, Hook};
+use crate::Gen;
 
 /// The Fortran wrapper body of one function, shared by its five entry
 /// points (four mpif.h manglings and the f08 name), which pass the return

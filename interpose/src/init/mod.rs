@@ -26,7 +26,7 @@ pub use foreign::check_before_init;
 use run_dir::*;
 use signals::install_exit_handlers;
 
-use crate::run::{debug, warn, RunInfo, EAGER_LIMIT, INFO};
+use crate::run::{warn, RunInfo, EAGER_LIMIT, INFO};
 
 /// Asks the library's eager limit through `MPI_T`, once, on entry of
 /// `MPI_Finalize`: the report's rendezvous threshold when no profile

@@ -3,7 +3,10 @@
 
 use mpiover_mpisys::*;
 
-use super::*;
+use super::comms::CommInfo;
+use super::guard::Guard;
+use super::state::{Role, ToCount};
+use super::threads::ThreadState;
 
 impl Guard {
     #[inline(always)]

@@ -2,10 +2,11 @@
 //! is kept per key: counts, times, overhead against tmax, a histogram.
 
 use crate::names::FN_NAMES;
+use crate::site_ref::SiteRef;
 
 use super::buckets::Buckets;
+use super::state::{Role, FID_OTHER, NONE_FN, NONE_PEER};
 use super::table::Stats;
-use super::*;
 
 /// The aggregation key. Laid out (`repr(C)`, no padding: the last word's
 /// spare bytes are a field, always zero) as six whole words, so that the

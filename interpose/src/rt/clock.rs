@@ -4,7 +4,8 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::{Guard, CLOCK_TSC, STATE};
+use super::guard::Guard;
+use super::state::{CLOCK_TSC, STATE};
 
 /// Records the timer's choice (at init, once the timer is set up and
 /// before recording starts).

@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU32, Ordering::*};
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
-use super::*;
+use crate::handle::Handle;
+
+use super::state::{COMM_EPOCH, NONE_PEER, WORLD_GROUP, WORLD_RANK, WORLD_SIZE};
 
 /// What an event needs of its communicator.
 #[derive(Clone, Copy)]

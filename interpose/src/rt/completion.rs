@@ -4,8 +4,17 @@
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
-use super::requests::MASK;
-use super::*;
+use crate::handle::Handle;
+use crate::site_ref::SiteRef;
+
+use super::call_key::KeyStats;
+use super::comms::CommCache;
+use super::event::{status_bytes, status_source, Ev, Posted};
+use super::guard::Guard;
+
+use super::requests::{ReqInfo, ReqMap, MASK, NULL_REQS};
+use super::state::{NONE_FN, NONE_PEER};
+use super::threads::ThreadState;
 
 impl Guard {
     /// Remembers a request a posting call created (its event `ev`, of

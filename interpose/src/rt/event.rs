@@ -6,7 +6,10 @@ use std::mem::MaybeUninit;
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
-use super::*;
+use crate::site_ref::SiteRef;
+
+use super::call_key::CallKey;
+use super::state::{Role, ToCount, NONE_FN, NONE_PEER};
 
 /// What a posting call posted (the completion's tmax and wait state depend on it).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

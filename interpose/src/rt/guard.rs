@@ -5,7 +5,8 @@ use std::cell::Cell;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering::*;
 
-use super::*;
+use super::state::{ENABLED, STATE};
+use super::threads::ThreadState;
 
 /// Whether this thread is inside the tool, and its state (the layout of
 /// `src/tls.c`'s pair: the flag first, so that its address, which the

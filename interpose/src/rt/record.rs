@@ -2,7 +2,10 @@
 
 use std::sync::atomic::Ordering::*;
 
-use super::*;
+use super::event::Ev;
+use super::guard::Guard;
+use super::state::{ENABLED, STATE};
+use super::threads::ThreadState;
 
 impl Guard {
     /// Records a plain (non-event) call.

@@ -6,8 +6,11 @@
 
 use mpiover_common::histogram::{bucket_index, Bucket, Histogram};
 
+use crate::site_ref::SiteRef;
+
+use super::state::FID_OTHER;
 use super::table::Stats;
-use super::*;
+use super::threads::ThreadState;
 
 /// A region's two ends.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

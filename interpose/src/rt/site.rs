@@ -3,9 +3,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 
+use crate::site_ref::SiteRef;
 use crate::site_ways::{site_way, WAY_BINDING, WAY_DEPTH};
 
-use super::*;
+use super::guard::Guard;
+use super::state::{DEPTH, SELF_HI, SELF_LO};
 
 /// Address ranges of an MPI library's Fortran bindings that call the C
 /// `MPI_*` functions (MPICH's libmpichfort): a C wrapper called from there

@@ -9,7 +9,7 @@ use mpiover_mpisys::consts;
 
 use crate::names::NFUNCS;
 
-use super::*;
+use super::threads::ThreadState;
 
 /// Recording on (bit 0); the clock is the TSC (bit 1, set once at init,
 /// before recording starts: the wrappers' clock reads test this word rather

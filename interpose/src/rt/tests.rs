@@ -1,7 +1,15 @@
 //! Tests of the aggregation, caches and request map without MPI.
 
-use super::*;
 use mpiover_common::histogram::Histogram;
+
+use crate::site_ref::SiteRef;
+
+use super::call_key::{CallKey, KeyStats};
+use super::regions::{RegionKey, RegionStart, RegionStats};
+use super::requests::{ReqInfo, ReqMap};
+use super::state::{Role, ENABLED, FID_OTHER, NONE_FN, PAUSES, PAUSE_STEP};
+use super::table::Table;
+use super::threads::ThreadState;
 
 fn key(ra: usize, bytes: u64) -> CallKey {
     CallKey {

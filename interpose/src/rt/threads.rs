@@ -6,8 +6,15 @@ use std::sync::atomic::{AtomicBool, Ordering::*};
 use mpiover_mpisys::*;
 
 use crate::names::NFUNCS;
+use crate::site_ref::SiteRef;
 
-use super::*;
+use super::call_key::KeyStats;
+use super::comms::CommCache;
+use super::regions::{RegionStart, RegionStats};
+use super::requests::{ReqMap, NULL_REQS};
+use super::state::{MAX_KEYS, STATE, THREADS};
+use super::table::Table;
+use super::type_sizes::TypeCache;
 
 pub struct ThreadState {
     pub(crate) next: *mut ThreadState,
