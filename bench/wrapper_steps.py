@@ -28,7 +28,7 @@ import sys
 # (the generated wrapper's own lines, the event's fields and key, the
 # argument facts) is "rest".
 STEPS = [
-    ("clock", ["common/src/timer.rs"]),
+    ("clock", ["common/src/timer.rs", "interpose/src/rt/clock.rs"]),
     ("enter", ["interpose/src/rt/guard.rs"]),
     ("site", ["interpose/src/rt/site.rs", "interpose/src/site_ref.rs"]),
     ("key", ["interpose/src/rt/table.rs", "interpose/src/rt/call_key.rs"]),

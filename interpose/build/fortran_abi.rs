@@ -1,7 +1,9 @@
 //! The Fortran entry points derived from the C prototypes by the
 //! standard's binding rules (`docs/fortran.md`).
 
-use super::*;
+use std::collections::BTreeMap;
+
+use crate::parse::{norm, Func};
 
 /// A Fortran entry point (`fortran_from_c`): `mpi_send(buf, count, ...,
 /// ierror)` and its other spellings.

@@ -1,10 +1,16 @@
 //! The C entry points: an event wrapper or a plain (counted) one per
 //! function.
 
+use std::collections::BTreeMap;
+
+use mpiover_common::functions::Function;
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::*;
+use crate::gen_event::{event_parts, Parts};
+use crate::parse::Func;
+use crate::spec::{self, Hook};
+use crate::Gen;
 
 /// `name` is the wrapped function; `e` its event spec, which for an MPI-4
 /// large-count variant (`MPI_Send_c`) is its base function's (`MPI_Send`):
@@ -12,33 +18,33 @@ use super::*;
 /// goes to `name`.
 pub(crate) fn gen_event(name: &str, f: &Func, e: &Function) -> String {
     let Parts {
-        pre, post, after, ..
+        pre,
+        post,
+        after,
+        completes,
+        ..
     } = event_parts(&mut Gen::default(), name, f, e);
     let Signature { args, ret, call } = signature(f);
     let (func, pfunc) = (ident(name), ident(&format!("P{name}")));
     let base_fid = ident(&format!("FID_{}", e.name));
-    // Only a large-count variant counts its calls apart from its event.
-    let call_fid = (e.name != name).then(|| {
-        let fid = ident(&format!("FID_{name}"));
-        quote! { __ev.call_fid = crate::names::#fid; }
-    });
+    // A large-count variant counts its calls apart from its event.
+    let call_fid = ident(&format!("FID_{name}"));
     quote! {
         #[no_mangle]
         pub unsafe extern "C" fn #func(#(#args),*) #ret {
             let Some(mut __g) = crate::rt::enter() else { return #pfunc(#(#call),*); };
             #pre
-            let __t0 = crate::timer::now();
+            let __t0 = __g.now();
             let __r = #pfunc(#(#call),*);
-            let __t1 = crate::timer::now();
+            let __t1 = __g.now();
             let __ra: usize = crate::caller!();
             // Found once: the event, the post and the completions name it.
             let __site = __g.site(__ra);
-            let mut __ev = crate::rt::Ev::new(crate::names::#base_fid);
-            #call_fid
+            let mut __ev = crate::rt::Ev::new(crate::names::#base_fid, __site);
             if __r == 0 {
                 #post
             }
-            __g.event(__site, &__ev, __t0, __t1);
+            __g.event::<#completes>(&__ev, crate::names::#call_fid, __t0, __t1);
             #after
             __r
         }
@@ -88,9 +94,9 @@ pub(crate) fn gen_plain(name: &str, f: &Func) -> String {
                 return __r;
             };
             #before
-            let __t0 = crate::timer::now();
+            let __t0 = __g.now();
             let __r = #pfunc(#(#call),*);
-            let __t1 = crate::timer::now();
+            let __t1 = __g.now();
             #after_call
             __g.plain(crate::names::#fid, __t1.wrapping_sub(__t0));
             __r

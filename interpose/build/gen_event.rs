@@ -2,10 +2,17 @@
 //! from the spec's roles (shared by the C and the Fortran wrappers), as
 //! `quote!` templates over the header's parameter names.
 
+use std::collections::BTreeSet;
+
+use mpiover_common::functions::roles::{At, Count, Dtype, Len, Peer, Requests, Roles, Side};
+use mpiover_common::functions::Function;
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::*;
+use crate::gen_c::ident;
+use crate::parse::Func;
+use crate::validate::{param, Kind};
+use crate::Gen;
 
 /// Name of the Fortran wrapper's argument in the position of C parameter `c`.
 pub(crate) fn fname(f: &Func, c: &str) -> Ident {
@@ -123,6 +130,9 @@ pub(crate) struct Parts {
     pub(crate) views: TokenStream,
     /// C parameters with a special view above.
     pub(crate) special: BTreeSet<String>,
+    /// The wrapper completes requests (whose posting keys its event then
+    /// tells where they were completed).
+    pub(crate) completes: bool,
 }
 
 pub(crate) fn event_parts(g: &mut Gen, name: &str, f: &Func, e: &Function) -> Parts {
@@ -133,6 +143,15 @@ pub(crate) fn event_parts(g: &mut Gen, name: &str, f: &Func, e: &Function) -> Pa
         after: TokenStream::new(),
         views: TokenStream::new(),
         special: BTreeSet::new(),
+        completes: matches!(
+            r.requests,
+            Some(
+                Requests::One { .. }
+                    | Requests::Any { .. }
+                    | Requests::All { .. }
+                    | Requests::Some { .. }
+            )
+        ),
     };
     let status = r.status.map(|s| param(g, name, f, s, Kind::Status));
     if let Some(s) = &status {
@@ -158,9 +177,27 @@ pub(crate) fn event_parts(g: &mut Gen, name: &str, f: &Func, e: &Function) -> Pa
             None => quote! { let __ok = true; },
         });
     let comm = r.comm.map(|c| arg(g, name, f, c, Kind::Comm));
+    // The bytes each side moved, kept apart until the key takes the larger.
+    for (side, b) in [(&r.send, quote! { __sent }), (&r.recv, quote! { __recvd })] {
+        if side.is_some() {
+            p.post.extend(quote! { let mut #b: u64 = 0; });
+        }
+    }
+    let status_ident = status.as_deref().map(ident);
+    // The peer's rank in the communicator (`__rk`), translated to a world
+    // rank by the communicator's look-up itself.
+    let rank = peer_rank(g, name, f, r, comm.is_some(), status_ident.as_ref());
     if let Some(c) = &comm {
-        p.post
-            .extend(quote! { let __ci = __g.comm(#c); __ev.p = __ci.size; });
+        match &rank {
+            Some(rk) => p.post.extend(quote! {
+                let __rk = #rk;
+                let (__ci, __wr) = __g.comm_peer(#c, __rk);
+                __ev.key.p = __ci.size;
+            }),
+            None => p
+                .post
+                .extend(quote! { let __ci = __g.comm(#c); __ev.key.p = __ci.size; }),
+        }
         if uses_deg(&r.send) || uses_deg(&r.recv) {
             p.post
                 .extend(quote! { let __deg = __g.degrees(#c, &__ci); });
@@ -177,21 +214,40 @@ pub(crate) fn event_parts(g: &mut Gen, name: &str, f: &Func, e: &Function) -> Pa
     if let Some(root) = r.root {
         let root = arg(g, name, f, root, Kind::Rank);
         p.post.extend(quote! {
-            let __role = __g.role(&__ci, #root); __ev.role = __role;
+            let __role = __g.role(&__ci, #root); __ev.key.role = __role;
             let __active = !(__ci.inter && #root == mpiover_mpisys::consts::proc_null());
         });
     }
-    let status_ident = status.as_deref().map(ident);
     sides(g, name, f, r, rooted, status_ident.as_ref(), &mut p.post);
-    peer(
-        g,
-        name,
-        f,
-        r,
-        comm.is_some(),
-        status_ident.as_ref(),
-        &mut p.post,
-    );
+    // A posting call to or from MPI_PROC_NULL: said to the post in a local
+    // of its own (other wrappers have no use for it).
+    let posts = r.request.is_some();
+    if posts {
+        p.pre.extend(quote! { let mut __pn = false; });
+    }
+    if rank.is_some() {
+        // A call to or from MPI_PROC_NULL moves nothing that way.
+        let zero = match r.peer {
+            Peer::Dest(_) if r.send.is_some() => quote! { __sent = 0; },
+            Peer::Source(_) if r.recv.is_some() => quote! { __recvd = 0; },
+            _ => quote! {},
+        };
+        let pn = if posts {
+            quote! { __pn = true; }
+        } else {
+            quote! {}
+        };
+        p.post.extend(quote! {
+            __ev.key.peer = __wr;
+            if __rk == mpiover_mpisys::consts::proc_null() { #zero #pn }
+        });
+    }
+    p.post.extend(match (r.send.is_some(), r.recv.is_some()) {
+        (true, true) => quote! { __ev.key.bytes = __sent.max(__recvd); },
+        (true, false) => quote! { __ev.key.bytes = __sent; },
+        (false, true) => quote! { __ev.key.bytes = __recvd; },
+        (false, false) => quote! {},
+    });
     if let Some(rq) = r.requests {
         requests(g, name, f, rq, status.as_deref(), &mut p);
     }
@@ -211,9 +267,15 @@ pub(crate) fn event_parts(g: &mut Gen, name: &str, f: &Func, e: &Function) -> Pa
             "Send"
         });
         let persistent = e.persistent_of.is_some();
+        // The event's function as a constant (the event's own copy is in
+        // memory by then).
+        let fid = ident(&format!("FID_{}", e.name));
         p.after.extend(quote! {
             if __r == 0 && !#q.is_null() {
-                __g.post(&__ev, #cb, (*#q).bits(), #persistent, crate::rt::Posted::#kind, __site);
+                __g.post(
+                    &__ev, crate::names::#fid, __pn, #cb, (*#q).bits(), #persistent,
+                    crate::rt::Posted::#kind, __site,
+                );
             }
         });
     }
@@ -243,8 +305,8 @@ fn sides(
                 let __vc = #vc;
                 if __sc || __vc {
                     let __b = #sb;
-                    if __sc { __ev.sent = __b; }
-                    if __vc { __ev.recvd = __b; }
+                    if __sc { __sent = __b; }
+                    if __vc { __recvd = __b; }
                 }
             });
             return;
@@ -252,7 +314,7 @@ fn sides(
     }
     if let Some(s) = &r.send {
         let (cond, b) = (side_cond(g, name, f, s, rooted), side_bytes(g, name, f, s));
-        post.extend(quote! { if #cond { __ev.sent = #b; } });
+        post.extend(quote! { if #cond { __sent = #b; } });
     }
     if let Some(s) = &r.recv {
         let (cond, b) = (side_cond(g, name, f, s, rooted), side_bytes(g, name, f, s));
@@ -261,56 +323,47 @@ fn sides(
                 .unwrap_or_else(|| panic!("spec error: {name}: recv_from_status needs a status"));
             post.extend(quote! {
                 if #cond {
-                    __ev.recvd = match crate::rt::status_bytes(#st) { Some(b) => b, None => #b };
+                    __recvd = match crate::rt::status_bytes(#st) { Some(b) => b, None => #b };
                 }
             });
         } else {
-            post.extend(quote! { if #cond { __ev.recvd = #b; } });
+            post.extend(quote! { if #cond { __recvd = #b; } });
         }
     }
 }
 
-/// After the call: the peer, as a world rank (an `MPI_ANY_SOURCE` receive's
-/// from its status).
-fn peer(
+/// After the call: the peer's rank in the communicator (an `MPI_ANY_SOURCE`
+/// receive's from its status), when the function has one.
+fn peer_rank(
     g: &mut Gen,
     name: &str,
     f: &Func,
     r: &Roles,
     has_comm: bool,
     status: Option<&Ident>,
-    post: &mut TokenStream,
-) {
-    let proc_null = quote! { mpiover_mpisys::consts::proc_null() };
+) -> Option<TokenStream> {
     match r.peer {
-        Peer::None => {}
+        Peer::None => None,
         Peer::Dest(d) => {
             let d = arg(g, name, f, d, Kind::Rank);
             if !has_comm {
                 panic!("spec error: {name}: a peer needs a communicator");
             }
-            post.extend(quote! {
-                __ev.peer = __g.world_rank(&__ci, #d);
-                if #d == #proc_null { __ev.sent = 0; __ev.proc_null = true; }
-            });
+            Some(quote! { #d })
         }
         Peer::Source(s) => {
             let s = arg(g, name, f, s, Kind::Rank);
             if !has_comm {
                 panic!("spec error: {name}: a peer needs a communicator");
             }
-            let src = match status {
+            Some(match status {
                 Some(st) => quote! {
                     if #s == mpiover_mpisys::consts::any_source() {
                         if __ok { crate::rt::status_source(#st) } else { #s }
                     } else { #s }
                 },
                 None => quote! { #s },
-            };
-            post.extend(quote! {
-                let __src = #src; __ev.peer = __g.world_rank(&__ci, __src);
-                if __src == #proc_null { __ev.recvd = 0; __ev.proc_null = true; }
-            });
+            })
         }
     }
 }

@@ -1,9 +1,17 @@
 //! The Fortran wrappers: a body per function and its five entry points.
 
+use std::collections::BTreeMap;
+
+use mpiover_common::functions::Function;
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::*;
+use crate::fortran_abi::{fortran_from_c, FFunc};
+use crate::gen_c::{ident, tokens};
+use crate::gen_event::{event_parts, Parts};
+use crate::parse::{norm, Func};
+use crate::spec::{self, Hook};
+use crate::Gen;
 
 /// The Fortran wrapper body of one function, shared by its five entry
 /// points (four mpif.h manglings and the f08 name), which pass the return
@@ -72,24 +80,28 @@ pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Func
                 });
             }
             let Parts {
-                pre, post, after, ..
+                pre,
+                post,
+                after,
+                completes,
+                ..
             } = parts;
             return quote! {
                 #signature {
                     #forward
                     let Some(mut __g) = crate::rt::enter() else { return __fp(#fcall); };
                     #pre
-                    let __t0 = crate::timer::now();
+                    let __t0 = __g.now();
                     __fp(#fcall);
-                    let __t1 = crate::timer::now();
+                    let __t1 = __g.now();
                     let __r: core::ffi::c_int = #ierr;
                     #views
                     let __site = __g.site(__ra);
-                    let mut __ev = crate::rt::Ev::new(crate::names::#fid);
+                    let mut __ev = crate::rt::Ev::new(crate::names::#fid, __site);
                     if __r == 0 {
                         #post
                     }
-                    __g.event(__site, &__ev, __t0, __t1);
+                    __g.event::<#completes>(&__ev, crate::names::#fid, __t0, __t1);
                     #after
                 }
             }
@@ -123,9 +135,9 @@ pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Func
                 return __r;
             };
             #before
-            let __t0 = crate::timer::now();
+            let __t0 = __g.now();
             let __r = __fp(#fcall);
-            let __t1 = crate::timer::now();
+            let __t1 = __g.now();
             #after_call
             __g.plain(crate::names::#fid, __t1.wrapping_sub(__t0));
             __r

@@ -21,26 +21,21 @@ mod parse;
 mod pretty;
 mod validate;
 
-use fortran_abi::*;
-use gen_c::*;
-use gen_event::*;
-use gen_fortran::*;
-use parse::*;
-use pretty::*;
-use validate::*;
-
 #[path = "../spec.rs"]
 mod spec;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::env;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use mpiover_common::functions::roles::{At, Count, Dtype, Len, Peer, Requests, Roles, Side};
-use mpiover_common::functions::{Function, CATALOGUE};
-use quote::ToTokens;
-use spec::Hook;
+use mpiover_common::functions::CATALOGUE;
+
+use gen_c::{gen_event, gen_plain, large_count_base};
+use gen_fortran::gen_fortran;
+use parse::parse;
+use pretty::pretty;
+use validate::{check_spec, wrappable};
 
 /// What the event code of one wrapper is generated for, and what it used:
 /// passed down the generator (`gen_event`), each wrapper its own.

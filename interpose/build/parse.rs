@@ -1,6 +1,8 @@
 //! Reading the MPI functions out of the bindgen output of `mpiover-mpisys`.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use quote::ToTokens;
 
 pub(crate) struct Func {
     pub(crate) args: Vec<(String, String)>,

@@ -2,7 +2,8 @@
 //! kept), every unsafe body made an explicit unsafe block with its SAFETY
 //! comment, and printed readably.
 
-use super::*;
+use std::env;
+use std::path::PathBuf;
 
 pub(crate) fn pretty(src: &str, what: &str) -> String {
     match syn::parse_file(src) {

@@ -1,7 +1,13 @@
 //! What may be wrapped, and the catalogue's roles checked against the
 //! header: every role names a parameter of the right kind of type.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use mpiover_common::functions::{Function, CATALOGUE};
+
+use crate::parse::{norm, Func};
+use crate::spec;
+use crate::Gen;
 
 /// Kinds of parameter a role may name.
 #[derive(Clone, Copy, Debug)]

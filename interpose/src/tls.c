@@ -8,8 +8,10 @@
  * preloaded one, and glibc keeps room for a few such bytes in a library
  * opened later. */
 struct mpiover_tls {
-    void *ts;
+    /* First, so that its address is the pair's (one instruction less on
+     * every call). */
     unsigned char busy;
+    void *ts;
 };
 
 __attribute__((tls_model("initial-exec"), visibility("hidden")))

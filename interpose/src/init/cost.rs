@@ -6,9 +6,8 @@ use std::os::raw::c_int;
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
+use crate::run::debug;
 use crate::timer;
-
-use super::*;
 
 /// Added time per call of the wrapped path: a one-`int` `MPI_Allreduce` on
 /// `MPI_COMM_SELF` (an event, and a call that does not run the progress

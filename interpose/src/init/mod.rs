@@ -26,7 +26,7 @@ pub use foreign::check_before_init;
 use run_dir::*;
 use signals::install_exit_handlers;
 
-use crate::run::{debug, warn, RunInfo, EAGER_LIMIT, INFO};
+use crate::run::{warn, RunInfo, EAGER_LIMIT, INFO};
 
 /// Asks the library's eager limit through `MPI_T`, once, on entry of
 /// `MPI_Finalize`: the report's rendezvous threshold when no profile
@@ -143,6 +143,7 @@ pub fn on_init(level: Option<c_int>, fid: u16, init_ns: u64) {
     crate::py::init(&crate::objects::objects(), opts, &mut warnings, print);
     crate::fort_conv::init_sentinels();
     timer::init(opts.timer.use_tsc());
+    rt::set_clock();
     let command = command_line();
 
     let (run_id, dir) = agree_run_dir(rank, opts, &command, &mut warnings);

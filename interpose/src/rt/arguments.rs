@@ -3,7 +3,10 @@
 
 use mpiover_mpisys::*;
 
-use super::*;
+use super::comms::CommInfo;
+use super::guard::Guard;
+use super::state::{Role, ToCount};
+use super::threads::ThreadState;
 
 impl Guard {
     #[inline(always)]
@@ -16,6 +19,13 @@ impl Guard {
     #[inline(always)]
     pub fn comm(&mut self, comm: MPI_Comm) -> CommInfo {
         self.ts().comms.lookup(comm)
+    }
+
+    /// Communicator facts, and rank `r` of `comm` as a rank of the world
+    /// (as `world_rank`), found together.
+    #[inline(always)]
+    pub fn comm_peer(&mut self, comm: MPI_Comm, r: i32) -> (CommInfo, i32) {
+        self.ts().comms.lookup_peer(comm, r)
     }
 
     /// A rank of `comm` (`info`) as a rank of the world; `MPI_PROC_NULL`,

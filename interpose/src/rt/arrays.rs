@@ -4,7 +4,10 @@
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
-use super::*;
+use crate::handle::Handle;
+
+use super::guard::Guard;
+use super::state::ToCount;
 
 impl Guard {
     /// Copies `n` request handles (they become `MPI_REQUEST_NULL` as they

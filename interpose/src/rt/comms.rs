@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU32, Ordering::*};
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
-use super::*;
+use crate::handle::Handle;
+
+use super::state::{COMM_EPOCH, NONE_PEER, WORLD_GROUP, WORLD_RANK, WORLD_SIZE};
 
 /// What an event needs of its communicator.
 #[derive(Clone, Copy)]
@@ -109,7 +111,78 @@ impl CommCache {
                 slot: 0,
             };
         }
-        self.lookup_other(comm)
+        self.lookup_other_words(comm)
+    }
+
+    /// `lookup`, and rank `r` of the communicator as a world rank (as
+    /// `world_rank`): each of the predefined communicators' paths translates
+    /// on its own (no test of the kind once the paths have joined), and the
+    /// others' in the same call as their look-up.
+    #[inline(always)]
+    pub(crate) fn lookup_peer(&mut self, comm: MPI_Comm, r: i32) -> (CommInfo, i32) {
+        let h = comm.bits();
+        if h == consts::comm_world().bits() {
+            let s = WORLD_INFO_SIZE.load(Relaxed);
+            let info = CommInfo {
+                size: s,
+                rsize: s,
+                rank: WORLD_RANK.load(Relaxed) as i32,
+                inter: false,
+                kind: CommKind::World,
+                slot: 0,
+            };
+            return (info, if r < 0 { NONE_PEER } else { r });
+        }
+        if h == consts::comm_self().bits() {
+            let info = CommInfo {
+                size: 1,
+                rsize: 1,
+                rank: 0,
+                inter: false,
+                kind: CommKind::SelfComm,
+                slot: 0,
+            };
+            let w = if r < 0 {
+                NONE_PEER
+            } else {
+                WORLD_RANK.load(Relaxed) as i32
+            };
+            return (info, w);
+        }
+        let info = self.lookup_other_words(comm);
+        (info, self.world_rank(&info, r))
+    }
+
+    /// `lookup_other`, its answer in two registers: returned in memory, it
+    /// would make every caller keep the predefined communicators' facts
+    /// in memory too, where they join (stores the wrapper does not need).
+    #[inline(always)]
+    fn lookup_other_words(&mut self, comm: MPI_Comm) -> CommInfo {
+        let (a, b) = self.lookup_other_packed(comm);
+        CommInfo {
+            size: a as u32,
+            rsize: (a >> 32) as u32,
+            rank: b as u32 as i32,
+            inter: (b >> 32) as u8 != 0,
+            kind: match (b >> 40) as u8 {
+                0 => CommKind::World,
+                1 => CommKind::SelfComm,
+                _ => CommKind::Other,
+            },
+            slot: (b >> 48) as u8,
+        }
+    }
+
+    #[inline(never)]
+    fn lookup_other_packed(&mut self, comm: MPI_Comm) -> (u64, u64) {
+        let i = self.lookup_other(comm);
+        (
+            i.size as u64 | (i.rsize as u64) << 32,
+            i.rank as u32 as u64
+                | (i.inter as u64) << 32
+                | (i.kind as u8 as u64) << 40
+                | (i.slot as u64) << 48,
+        )
     }
 
     #[inline(never)]

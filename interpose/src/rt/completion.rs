@@ -4,19 +4,33 @@
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
-use super::requests::MASK;
-use super::*;
+use crate::handle::Handle;
+use crate::site_ref::SiteRef;
+
+use super::call_key::KeyStats;
+use super::comms::CommCache;
+use super::event::{status_bytes, status_source, Ev, Posted};
+use super::guard::Guard;
+
+use super::requests::{ReqInfo, ReqMap, MASK, NULL_REQS};
+use super::state::{NONE_FN, NONE_PEER};
+use super::threads::ThreadState;
 
 impl Guard {
-    /// Remembers a request a posting call created, posted at `site`. A
+    /// Remembers a request a posting call created (its event `ev`, of
+    /// function `fid`; `to_null`: to or from `MPI_PROC_NULL`), posted at
+    /// `site`. A
     /// non-persistent request to or from `MPI_PROC_NULL` is not remembered
     /// (its handle may be shared by all such posts): its handle goes into
     /// `null_reqs`, so that its completion is ignored. Inlined into the
     /// posting wrappers (with the map's insert): no call.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub fn post(
         &mut self,
         ev: &Ev,
+        fid: u16,
+        to_null: bool,
         comm: usize,
         req: usize,
         persistent: bool,
@@ -28,7 +42,7 @@ impl Guard {
             return;
         }
         let ts = self.ts();
-        let proc_null = ev.proc_null && !persistent;
+        let proc_null = to_null && !persistent;
         // A post to or from MPI_PROC_NULL, or any post once the thread has
         // seen one: none in most programs; in one with MPI_PROC_NULL peers
         // (a stencil's boundary) every post checks the few shared handles,
@@ -36,24 +50,28 @@ impl Guard {
         if (proc_null || ts.null_next != 0) && null_post(ts, req, proc_null) {
             return;
         }
-        // The posting call's own event was recorded just before.
+        // The posting call's own event was recorded just before. Only a
+        // persistent post gets here to or from MPI_PROC_NULL (`null_post`
+        // took the others), so the flags of the others are constants,
+        // written with the function as one word.
         let agg = ts.last_event;
+        let null_peer = persistent && to_null;
         ts.reqs.insert_with(req, persistent, || ReqInfo {
             handle: req,
             comm,
             ra: site,
             init_ra: site,
-            bytes: ev.sent.max(ev.recvd),
-            p: ev.p,
-            peer: ev.peer,
-            fid: ev.fid,
+            bytes: ev.key.bytes,
+            p: ev.key.p,
+            peer: ev.key.peer,
+            fid,
             persistent,
             recv,
             p2p,
             agg,
             active: false,
             cancel: false,
-            proc_null: ev.proc_null,
+            proc_null: null_peer,
         });
     }
 
@@ -241,40 +259,41 @@ fn unmatched(ts: &mut ThreadState, ev: &mut Ev, req: usize) {
     }
     ts.unmatched += 1;
     // Completed something unknown: the event names no posting call.
-    ev.completes = NONE_FN;
-    ev.post_ra = SiteRef::NONE;
-    ev.n_done = ev.n_done.saturating_add(1);
+    ev.key.completes = NONE_FN;
+    ev.key.post_ra = SiteRef::NONE;
+    ev.key.nreq = ev.key.nreq.saturating_add(1);
 }
 
 #[inline(always)]
 pub(crate) fn merge_done(ev: &mut Ev, r: &ReqInfo, bytes: u64, peer: i32) {
-    if ev.n_done == 0 {
-        ev.completes = r.fid;
-        ev.post_ra = r.ra;
-        ev.peer = peer;
-        ev.p = r.p;
-        ev.sent = bytes;
+    let k = &mut ev.key;
+    if k.nreq == 0 {
+        k.completes = r.fid;
+        k.post_ra = r.ra;
+        k.peer = peer;
+        k.p = r.p;
+        k.bytes = bytes;
     } else {
         // Posted by different calls or sites: none named (and a later one
         // differs from `NONE_FN` too, so it stays none).
-        if ev.completes != r.fid || ev.post_ra != r.ra {
-            ev.completes = NONE_FN;
-            ev.post_ra = SiteRef::NONE;
+        if k.completes != r.fid || k.post_ra != r.ra {
+            k.completes = NONE_FN;
+            k.post_ra = SiteRef::NONE;
         }
-        if ev.peer != peer {
-            ev.peer = NONE_PEER;
+        if k.peer != peer {
+            k.peer = NONE_PEER;
         }
-        if ev.p != r.p {
-            ev.p = 0;
+        if k.p != r.p {
+            k.p = 0;
         }
-        ev.sent = ev.sent.saturating_add(bytes);
+        k.bytes = k.bytes.saturating_add(bytes);
     }
-    ev.n_done = ev.n_done.saturating_add(1);
+    k.nreq = k.nreq.saturating_add(1);
     if r.p2p {
         if r.recv {
-            ev.n_recv = ev.n_recv.saturating_add(1);
+            k.nrecv = k.nrecv.saturating_add(1);
         } else {
-            ev.n_send = ev.n_send.saturating_add(1);
+            k.nsend = k.nsend.saturating_add(1);
         }
     }
 }

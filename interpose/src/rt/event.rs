@@ -6,7 +6,10 @@ use std::mem::MaybeUninit;
 use mpiover_mpisys::consts;
 use mpiover_mpisys::*;
 
-use super::*;
+use crate::site_ref::SiteRef;
+
+use super::call_key::CallKey;
+use super::state::{Role, ToCount, NONE_FN, NONE_PEER};
 
 /// What a posting call posted (the completion's tmax and wait state depend on it).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -19,50 +22,39 @@ pub enum Posted {
     Collective,
 }
 
-/// What a wrapper found out about one call.
+/// What a wrapper found out about one call: its key, built in place (the
+/// event adds the call under it without copying it).
 pub struct Ev {
-    /// The event's function: the key's and the request map's. An MPI-4
-    /// large-count variant (`MPI_Send_c`) is recorded as its base function
-    /// (`MPI_Send`): same semantics, so the same wait states and profile.
-    pub fid: u16,
-    /// The function actually called, for the per-function call counts.
-    pub call_fid: u16,
-    pub role: Role,
-    pub peer: i32,
-    pub p: u32,
-    pub sent: u64,
-    pub recvd: u64,
-    /// What the completed requests were posted by (`NONE_FN` and no site
-    /// when none, or when they were posted by different calls or sites).
-    pub completes: u16,
-    pub post_ra: SiteRef,
-    /// Completions seen so far (for merging several into one key), and of
-    /// them point-to-point receives and sends: saturating, as the key keeps
-    /// them (counted as the key's, so that the key is built by copying).
-    pub n_done: u16,
-    pub n_recv: u16,
-    pub n_send: u16,
-    /// A point-to-point call to or from `MPI_PROC_NULL`.
-    pub proc_null: bool,
+    /// The key: the call's site, and its function (an MPI-4 large-count
+    /// variant, `MPI_Send_c`, is recorded as its base function, `MPI_Send`:
+    /// same semantics, so the same wait states and profile), p, bytes
+    /// (the larger of the bytes sent and received), peer, role. A
+    /// completion's: what the completed requests were posted by
+    /// (`completes`, `post_ra`: `NONE_FN` and no site when none, or when
+    /// posted by different calls or sites) and how many it completed
+    /// (`nreq`, `nrecv`, `nsend`: saturating, as the key keeps them).
+    pub key: CallKey,
 }
 
 impl Ev {
+    /// The event of a call of function `fid` at `site`.
     #[inline(always)]
-    pub fn new(fid: u16) -> Ev {
+    pub fn new(fid: u16, site: SiteRef) -> Ev {
         Ev {
-            fid,
-            call_fid: fid,
-            role: Role::None,
-            peer: NONE_PEER,
-            p: 0,
-            sent: 0,
-            recvd: 0,
-            completes: NONE_FN,
-            post_ra: SiteRef::NONE,
-            n_done: 0,
-            n_recv: 0,
-            n_send: 0,
-            proc_null: false,
+            key: CallKey {
+                ra: site,
+                post_ra: SiteRef::NONE,
+                bytes: 0,
+                p: 0,
+                peer: NONE_PEER,
+                fid,
+                completes: NONE_FN,
+                nreq: 0,
+                nrecv: 0,
+                nsend: 0,
+                role: Role::None,
+                spare: [0; 5],
+            },
         }
     }
 }

@@ -5,13 +5,16 @@ use std::cell::Cell;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering::*;
 
-use super::*;
+use super::state::{ENABLED, STATE};
+use super::threads::ThreadState;
 
-/// This thread's state and whether it is inside the tool.
+/// Whether this thread is inside the tool, and its state (the layout of
+/// `src/tls.c`'s pair: the flag first, so that its address, which the
+/// guard keeps, is the pair's own).
 #[repr(C)]
 pub(crate) struct Tls {
-    pub(crate) ts: Cell<*mut ThreadState>,
     pub(crate) busy: Cell<bool>,
+    pub(crate) ts: Cell<*mut ThreadState>,
 }
 
 /// This thread's pair: `mpiover_tls` of `src/tls.c`, in the initial-exec
@@ -41,7 +44,7 @@ fn tls() -> &'static Tls {
 #[inline(always)]
 fn tls() -> &'static Tls {
     thread_local! {
-        static TLS: Tls = const { Tls { ts: Cell::new(std::ptr::null_mut()), busy: Cell::new(false) } };
+        static TLS: Tls = const { Tls { busy: Cell::new(false), ts: Cell::new(std::ptr::null_mut()) } };
     }
     // SAFETY: const-initialized without a destructor, so it lives as long as
     // the thread, and the reference stays on it (`Tls` is not `Sync`).

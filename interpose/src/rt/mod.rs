@@ -24,6 +24,7 @@ mod arguments;
 mod arrays;
 mod buckets;
 mod call_key;
+mod clock;
 mod comms;
 mod completion;
 mod event;
@@ -40,26 +41,23 @@ mod tests;
 mod threads;
 mod type_sizes;
 
-// Re-exported: the generated wrappers name it as `crate::rt::Handle`.
+// What the generated wrappers, the hooks and the shutdown layer name as
+// `crate::rt::...` (the modules below name each other's items directly).
 pub use crate::handle::Handle;
-pub use comms::{init_world, CommCache, CommInfo};
-pub use event::{nth_count, status_bytes, status_source, sum_counts, Ev, Posted, StatusSlot};
-pub use guard::{busy, enter, is_busy, this_thread_state, Busy, Guard};
-pub use quiesce::{barrier_all_threads, register_barrier};
-pub(crate) use requests::NULL_REQS;
-pub use requests::{ReqInfo, ReqMap, REQ_CAPACITY};
-// Re-exported: the wrappers and the shutdown layer name it as `rt::SiteRef`.
+// The wrappers and the shutdown layer name it as `rt::SiteRef`.
 pub use crate::site_ref::SiteRef;
-pub use buckets::Buckets;
 pub use call_key::{role_name, CallKey, KeyStats};
-pub use regions::{RegionKey, RegionStart, RegionStats};
+pub(crate) use clock::set_clock;
+pub use comms::init_world;
+pub use event::{nth_count, status_bytes, status_source, sum_counts, Ev, Posted, StatusSlot};
+pub use guard::{busy, enter, is_busy, this_thread_state};
+pub use quiesce::{barrier_all_threads, register_barrier};
+pub use regions::{RegionKey, RegionStats};
+pub use requests::REQ_CAPACITY;
 pub use site::{add_binding, set_depth, site_of, unwound_site};
 pub use state::{
-    cnt, comm_freed, in_place, resume, type_freed, Role, ToCount, COMM_EPOCH, DEPTH, ENABLED,
-    FID_OTHER, MAX_KEYS, NONE_FN, NONE_PEER, PAUSES, PAUSE_STEP, RESET_STEP, SELF_HI, SELF_LO,
-    STATE, TYPE_EPOCH, WORLD_RANK, WORLD_SIZE,
+    cnt, comm_freed, in_place, resume, type_freed, Role, DEPTH, ENABLED, FID_OTHER, MAX_KEYS,
+    NONE_FN, NONE_PEER, RESET_STEP, SELF_HI, SELF_LO, STATE,
 };
-pub(crate) use state::{THREADS, WORLD_GROUP};
-pub use table::{Stats, Table};
+pub use table::Table;
 pub use threads::{threads, ThreadState};
-pub use type_sizes::TypeCache;

@@ -2,7 +2,10 @@
 
 use std::sync::atomic::Ordering::*;
 
-use super::*;
+use super::event::Ev;
+use super::guard::Guard;
+use super::state::{ENABLED, STATE};
+use super::threads::ThreadState;
 
 impl Guard {
     /// Records a plain (non-event) call.
@@ -13,10 +16,14 @@ impl Guard {
         }
     }
 
-    /// Records an event under its key, at the call's site `ra`, and the
-    /// region that ended at its entry `t0` (the call returned at `t1`).
+    /// Records an event under its key (its site in `ev.key.ra`), the call
+    /// of function `call_fid` (the event's own, or a large-count variant's),
+    /// and the region that ended at its entry `t0` (the call returned at
+    /// `t1`). `COMPLETES`: the wrapper completes requests, whose posting keys
+    /// then learn where (decided when the wrapper is generated, so that the
+    /// others skip the check).
     #[inline(always)]
-    pub fn event(&mut self, ra: SiteRef, ev: &Ev, t0: u64, t1: u64) {
+    pub fn event<const COMPLETES: bool>(&mut self, ev: &Ev, call_fid: u16, t0: u64, t1: u64) {
         let dt = t1.wrapping_sub(t0);
         let ts = self.ts();
         ts.updating.store(true, Relaxed);
@@ -24,35 +31,26 @@ impl Guard {
         // and waits, or this thread sees recording disabled (`quiesce`).
         std::sync::atomic::compiler_fence(SeqCst);
         if STATE.load(Relaxed) & ENABLED == 0 {
-            ts.updating.store(false, Release);
-            return;
+            return disabled(ts, ev);
         }
-        if let Some(f) = ts.funcs.get_mut(ev.call_fid as usize) {
+        if let Some(f) = ts.funcs.get_mut(call_fid as usize) {
             tally!(f[0], f[1], dt);
         }
-        if ra.is_python() {
-            ts.py_calls += 1;
-        }
-        let key = CallKey {
-            ra,
-            post_ra: ev.post_ra,
-            bytes: ev.sent.max(ev.recvd),
-            p: ev.p,
-            peer: ev.peer,
-            fid: ev.fid,
-            completes: ev.completes,
-            role: ev.role,
-            nreq: ev.n_done,
-            nrecv: ev.n_recv,
-            nsend: ev.n_send,
-        };
+        let ra = ev.key.ra;
         let prev = ts.last_event;
-        let (idx, e) = ts.table.add_entry(&key, dt);
-        // No entry (a folded key): a hint that matches no region.
-        let hint = e.map_or((u32::MAX, u32::MAX), |e| (e.region_from, e.region_in));
-        ts.last_event = idx;
-        ts.next_region(prev, idx, hint, ra, ev.fid, t0, t1);
-        if !ts.done.is_empty() {
+        let (idx, e) = ts.table.add_entry(&ev.key, dt);
+        match e {
+            Some(e) => {
+                let hint = (e.region_from, e.region_in);
+                ts.last_event = idx;
+                ts.next_region(prev, idx, hint, ra, ev.key.fid, t0, t1);
+            }
+            None => {
+                ts.last_event = usize::MAX;
+                ts.folded_region(prev, ra, ev.key.fid, t0, t1);
+            }
+        }
+        if COMPLETES && !ts.done.is_empty() {
             // The posting keys of what this completion completed learn
             // where they were completed.
             let entries = &mut ts.table.entries;
@@ -66,4 +64,16 @@ impl Guard {
         }
         ts.updating.store(false, Release);
     }
+}
+
+/// Recording was turned off after the wrapper entered: the event is not
+/// recorded, nor is the Python site its call counted at (`Guard::site`).
+#[cold]
+#[inline(never)]
+fn disabled(ts: &mut ThreadState, ev: &Ev) {
+    if ev.key.ra.is_python() {
+        ts.py_calls = ts.py_calls.wrapping_sub(1);
+    }
+    ts.done.clear();
+    ts.updating.store(false, Release);
 }

@@ -6,8 +6,11 @@
 
 use mpiover_common::histogram::{bucket_index, Bucket, Histogram};
 
+use crate::site_ref::SiteRef;
+
+use super::state::FID_OTHER;
 use super::table::Stats;
-use super::*;
+use super::threads::ThreadState;
 
 /// A region's two ends.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -18,24 +21,25 @@ pub struct RegionKey {
     pub to_fid: u16,
 }
 
-/// Where the thread's current region started: the site and function of the
-/// MPI call that returned last, and the time it returned. It is
-/// [`RegionStart::NONE`], `t` 0, when there is none (before the first call,
-/// after a pause in recording): the hot path tests `t` alone, and a timer
-/// that reads 0 at a call's return (it counts from boot) at worst skips
-/// one region.
+/// When the thread's current region started: the time the MPI call that
+/// returned last returned. Its site and function are those of that call's
+/// entry (`ThreadState::last_event`), read only when a region is new; a
+/// folded call has no entry, so its site and function are kept here. `t`
+/// is 0 when there is no region (before the first call, after a pause in
+/// recording): the hot path tests `t` alone, and a timer that reads 0 at a
+/// call's return (it counts from boot) at worst skips one region.
 #[derive(Clone, Copy)]
 pub struct RegionStart {
-    pub site: SiteRef,
-    pub fid: u16,
     pub t: u64,
+    pub folded_site: SiteRef,
+    pub folded_fid: u16,
 }
 
 impl RegionStart {
     pub(crate) const NONE: RegionStart = RegionStart {
-        site: SiteRef::NONE,
-        fid: 0,
         t: 0,
+        folded_site: SiteRef::NONE,
+        folded_fid: 0,
     };
 }
 
@@ -130,7 +134,8 @@ impl ThreadState {
     /// The region that ended at this call's entry `t0` (from the previous
     /// call, of entry `prev`, to this one, of entry `idx` at `to`, `to_fid`;
     /// `hint` is that entry's (`region_from`, `region_in`)) gets its pass,
-    /// and the next one starts at the call's return `t1`.
+    /// and the next one starts at the call's return `t1` (only the time is
+    /// written: the site and function are the entry's).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(crate) fn next_region(
@@ -147,10 +152,29 @@ impl ThreadState {
         if opened != 0 {
             self.region(prev, idx, hint, to, to_fid, t0.wrapping_sub(opened));
         }
+        self.region_start.t = t1;
+    }
+
+    /// `next_region` for a call whose key was folded (no entry, no hint):
+    /// its site and function are kept for the next region's start.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn folded_region(
+        &mut self,
+        prev: usize,
+        to: SiteRef,
+        to_fid: u16,
+        t0: u64,
+        t1: u64,
+    ) {
+        let opened = self.region_start.t;
+        if opened != 0 {
+            self.region_slow(prev, usize::MAX, to, to_fid, t0.wrapping_sub(opened));
+        }
         self.region_start = RegionStart {
-            site: to,
-            fid: to_fid,
             t: t1,
+            folded_site: to,
+            folded_fid: to_fid,
         };
     }
 
@@ -181,11 +205,16 @@ impl ThreadState {
 
     #[inline(never)]
     fn region_slow(&mut self, prev: usize, idx: usize, to: SiteRef, to_fid: u16, dt: u64) {
-        let start = self.region_start;
+        // The region's start: the previous call's entry, or what a folded
+        // one kept.
+        let (from, from_fid) = match self.table.entries.get(prev) {
+            Some(e) => (e.key.ra, e.key.fid),
+            None => (self.region_start.folded_site, self.region_start.folded_fid),
+        };
         let key = RegionKey {
-            from: start.site,
+            from,
             to,
-            from_fid: start.fid,
+            from_fid,
             to_fid,
         };
         let r = self.regions.add(&key, dt);

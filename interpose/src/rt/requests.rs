@@ -3,7 +3,10 @@
 
 use super::SiteRef;
 
-/// What a pending request was posted as.
+/// What a pending request was posted as. Laid out (`repr(C)`) so that the
+/// post's constant fields (function, kind, flags) share a word and are
+/// written together.
+#[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ReqInfo {
     pub handle: usize,
@@ -14,6 +17,9 @@ pub struct ReqInfo {
     pub ra: SiteRef,
     pub init_ra: SiteRef,
     pub bytes: u64,
+    /// Index of the posting key's entry in the thread's table
+    /// (`usize::MAX`: none), checked against `ra` and `fid` before use.
+    pub agg: usize,
     pub p: u32,
     pub peer: i32,
     pub fid: u16,
@@ -21,9 +27,6 @@ pub struct ReqInfo {
     pub recv: bool,
     /// A point-to-point request (not a non-blocking collective's).
     pub p2p: bool,
-    /// Index of the posting key's entry in the thread's table
-    /// (`usize::MAX`: none), checked against `ra` and `fid` before use.
-    pub agg: usize,
     /// A persistent request between `MPI_Start` and its completion.
     pub active: bool,
     /// `MPI_Cancel` was called on it: its completion checks the status.
@@ -40,13 +43,13 @@ impl ReqInfo {
         ra: SiteRef::NONE,
         init_ra: SiteRef::NONE,
         bytes: 0,
+        agg: usize::MAX,
         p: 0,
         peer: 0,
         fid: 0,
         persistent: false,
         recv: false,
         p2p: false,
-        agg: usize::MAX,
         active: false,
         cancel: false,
         proc_null: false,

@@ -3,9 +3,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 
+use crate::site_ref::SiteRef;
 use crate::site_ways::{site_way, WAY_BINDING, WAY_DEPTH};
 
-use super::*;
+use super::guard::Guard;
+use super::state::{DEPTH, SELF_HI, SELF_LO};
 
 /// Address ranges of an MPI library's Fortran bindings that call the C
 /// `MPI_*` functions (MPICH's libmpichfort): a C wrapper called from there
@@ -86,6 +88,12 @@ impl Guard {
         if crate::py::in_mpi4py(ra) {
             let depth = DEPTH.load(Relaxed);
             if let Ok(s) = crate::py::site(&mut self.ts().py, ra, depth) {
+                // Counted here rather than by the event, off the common
+                // path: every wrapper records the event of the site it
+                // found (or takes the count back, `record::disabled`).
+                if s.is_python() {
+                    self.ts().py_calls += 1;
+                }
                 return s;
             }
         }

@@ -9,15 +9,19 @@ use mpiover_mpisys::consts;
 
 use crate::names::NFUNCS;
 
-use super::*;
+use super::threads::ThreadState;
 
-/// Recording on (bit 0); bits 1..8 count pauses (`MPI_Pcontrol(0)` then
-/// `(1)`, modulo 128), bits 8.. `MPI_Pcontrol(2)` resets. A thread that sees
-/// the word change forgets where its current region started.
+/// Recording on (bit 0); the clock is the TSC (bit 1, set once at init,
+/// before recording starts: the wrappers' clock reads test this word rather
+/// than the timer's own flag, one instruction less each); bits 2..8 count
+/// pauses (`MPI_Pcontrol(0)` then `(1)`, modulo 64), bits 8..
+/// `MPI_Pcontrol(2)` resets. A thread that sees the word change forgets
+/// where its current region started.
 pub static STATE: AtomicU32 = AtomicU32::new(0);
 pub const ENABLED: u32 = 1;
-pub const PAUSES: u32 = 0xfe;
-pub const PAUSE_STEP: u32 = 1 << 1;
+pub const CLOCK_TSC: u32 = 1 << 1;
+pub const PAUSES: u32 = 0xfc;
+pub const PAUSE_STEP: u32 = 1 << 2;
 pub const RESET_STEP: u32 = 1 << 8;
 
 /// Recording on (`MPI_Pcontrol(1)`); returns the previous word. Turning it
@@ -113,16 +117,20 @@ pub fn in_place(buf: *const core::ffi::c_void) -> bool {
 #[macro_export]
 macro_rules! caller {
     () => {{
-        let fp: usize;
+        let ra: usize;
         // The block stands alone whether or not the wrapper's body is itself
         // an unsafe block (generated wrappers' are).
         #[allow(unused_unsafe)]
         // SAFETY: with frame pointers forced (build.rs checks), rbp points at
-        // the saved rbp of this frame and the return address sits above it.
-        let ra = unsafe {
-            core::arch::asm!("mov {}, rbp", out(reg) fp, options(nomem, nostack, preserves_flags));
-            *(fp as *const usize).add(1)
-        };
+        // the saved rbp of this frame and the return address sits above it:
+        // read in one instruction.
+        unsafe {
+            core::arch::asm!(
+                "mov {}, qword ptr [rbp + 8]",
+                out(reg) ra,
+                options(readonly, nostack, preserves_flags)
+            );
+        }
         ra
     }};
 }

@@ -1,7 +1,15 @@
 //! Tests of the aggregation, caches and request map without MPI.
 
-use super::*;
 use mpiover_common::histogram::Histogram;
+
+use crate::site_ref::SiteRef;
+
+use super::call_key::{CallKey, KeyStats};
+use super::regions::{RegionKey, RegionStart, RegionStats};
+use super::requests::{ReqInfo, ReqMap};
+use super::state::{Role, ENABLED, FID_OTHER, NONE_FN, PAUSES, PAUSE_STEP};
+use super::table::Table;
+use super::threads::ThreadState;
 
 fn key(ra: usize, bytes: u64) -> CallKey {
     CallKey {
@@ -16,6 +24,7 @@ fn key(ra: usize, bytes: u64) -> CallKey {
         nreq: 0,
         nrecv: 0,
         nsend: 0,
+        spare: [0; 5],
     }
 }
 
@@ -180,15 +189,15 @@ fn a_new_state_word_ends_the_threads_region() {
     // SAFETY: a fresh state of this test's own, never freed.
     let ts = unsafe { &mut *ts };
     ts.region_start = RegionStart {
-        site: SiteRef::native(0x40),
-        fid: 3,
         t: 99,
+        folded_site: SiteRef::native(0x40),
+        folded_fid: 3,
     };
     // A pause and a resume (`MPI_Pcontrol(0)`, `(1)`): same reset epoch.
     let st = ts.seen | ENABLED;
     let resumed = (st & !PAUSES) | (st.wrapping_add(PAUSE_STEP) & PAUSES);
     ts.sync(resumed);
-    assert!(ts.region_start.site.is_none());
+    assert_eq!(ts.region_start.t, 0);
     assert_eq!(ts.seen, resumed);
 }
 

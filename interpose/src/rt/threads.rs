@@ -6,8 +6,15 @@ use std::sync::atomic::{AtomicBool, Ordering::*};
 use mpiover_mpisys::*;
 
 use crate::names::NFUNCS;
+use crate::site_ref::SiteRef;
 
-use super::*;
+use super::call_key::KeyStats;
+use super::comms::CommCache;
+use super::regions::{RegionStart, RegionStats};
+use super::requests::{ReqMap, NULL_REQS};
+use super::state::{MAX_KEYS, STATE, THREADS};
+use super::table::Table;
+use super::type_sizes::TypeCache;
 
 pub struct ThreadState {
     pub(crate) next: *mut ThreadState,
@@ -16,8 +23,9 @@ pub struct ThreadState {
     /// Set while the thread updates its aggregates (the writer waits a little).
     pub updating: AtomicBool,
     /// Calls and time per function id. A fixed-size array: a wrapper's
-    /// constant id needs no bounds check.
-    pub funcs: Box<[[u64; 2]; NFUNCS + 1]>,
+    /// constant id needs no bounds check; in the state itself, so that it
+    /// is found without loading a pointer first.
+    pub funcs: [[u64; 2]; NFUNCS + 1],
     pub table: Table<KeyStats>,
     /// The application's code between MPI calls, per (call, next call).
     pub regions: Table<RegionStats>,
@@ -57,14 +65,11 @@ impl ThreadState {
     #[cold]
     #[inline(never)]
     pub(crate) fn create() -> *mut ThreadState {
-        let Ok(funcs) = vec![[0u64; 2]; NFUNCS + 1].into_boxed_slice().try_into() else {
-            return null_mut();
-        };
         let ts = Box::new(ThreadState {
             next: null_mut(),
             seen: STATE.load(Relaxed),
             updating: AtomicBool::new(false),
-            funcs,
+            funcs: [[0; 2]; NFUNCS + 1],
             table: Table::new(MAX_KEYS.load(Relaxed) as usize),
             regions: Table::new(MAX_KEYS.load(Relaxed) as usize),
             region_start: RegionStart::NONE,

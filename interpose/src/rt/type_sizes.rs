@@ -4,7 +4,9 @@ use std::sync::atomic::Ordering::*;
 
 use mpiover_mpisys::*;
 
-use super::*;
+use crate::handle::Handle;
+
+use super::state::TYPE_EPOCH;
 
 pub(crate) const TYPE_SLOTS: usize = 64;
 /// The handle of an empty entry: no datatype's (a pointer, or a 32-bit
