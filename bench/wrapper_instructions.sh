@@ -40,8 +40,8 @@
 # The exit status is 1 when a test's `own` is over its limit: MAX_LOCAL
 # (default 200, the target) for MPI_Iprobe, MPI_Allreduce and the failed
 # MPI_Test; MAX_SENDRECV (default 250) for MPI_Sendrecv and MAX_REQUESTS
-# (default 306) for the request path, whose targets (200 and 280) are not
-# met: those two defaults are the figures reached (244 and 301, 2026-11-28)
+# (default 308) for the request path, whose targets (200 and 280) are not
+# met: those two defaults are the figures reached (246 and 304, 2026-11-28)
 # plus a small margin, so that a change that adds to them shows.
 # OWN_ONLY=1 skips the PMPI_ runs (the `added` column: half the time);
 # TESTS="iprobe test" runs only those.
@@ -112,7 +112,7 @@ for t in $tests; do
     table2="$table2$(printf '%-12s %6s' "$t" "$own"; for v in $rest_of; do printf ' %8s' "$v"; done)"$'\n'
     case $t in
     sendrecv) limit=${MAX_SENDRECV:-250} ;;
-    requests) limit=${MAX_REQUESTS:-306} ;;
+    requests) limit=${MAX_REQUESTS:-308} ;;
     *) limit=${MAX_LOCAL:-200} ;;
     esac
     if [ "$own" -gt "$limit" ]; then fail="$fail $t($own>$limit)"; fi

@@ -43,11 +43,12 @@ impl Guard {
             Some(e) => {
                 let hint = (e.region_from, e.region_in);
                 ts.last_event = idx;
-                ts.next_region(prev, idx, hint, ra, ev.key.fid, t0, t1);
+                ts.passes()
+                    .next_region(prev, idx, hint, ra, ev.key.fid, t0, t1);
             }
             None => {
                 ts.last_event = usize::MAX;
-                ts.folded_region(prev, ra, ev.key.fid, t0, t1);
+                ts.passes().folded_region(prev, ra, ev.key.fid, t0, t1);
             }
         }
         if COMPLETES && !ts.done.is_empty() {

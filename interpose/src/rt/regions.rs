@@ -8,9 +8,9 @@ use mpiover_common::histogram::{bucket_index, Bucket, Histogram};
 
 use crate::site_ref::SiteRef;
 
+use super::call_key::KeyStats;
 use super::state::FID_OTHER;
-use super::table::Stats;
-use super::threads::ThreadState;
+use super::table::{Stats, Table};
 
 /// A region's two ends.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -130,7 +130,17 @@ impl Stats for RegionStats {
     }
 }
 
-impl ThreadState {
+/// What a region's pass reads and writes of the thread's state: where the
+/// current region started, the regions, and the calls' keys (whose entries
+/// are the regions' ends). Borrowed from the state field by field, so that
+/// this module, which the state is made of, does not name the state.
+pub(crate) struct Passes<'a> {
+    pub(crate) start: &'a mut RegionStart,
+    pub(crate) regions: &'a mut Table<RegionStats>,
+    pub(crate) keys: &'a mut Table<KeyStats>,
+}
+
+impl Passes<'_> {
     /// The region that ended at this call's entry `t0` (from the previous
     /// call, of entry `prev`, to this one, of entry `idx` at `to`, `to_fid`;
     /// `hint` is that entry's (`region_from`, `region_in`)) gets its pass,
@@ -139,7 +149,7 @@ impl ThreadState {
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(crate) fn next_region(
-        &mut self,
+        self,
         prev: usize,
         idx: usize,
         hint: (u32, u32),
@@ -148,83 +158,97 @@ impl ThreadState {
         t0: u64,
         t1: u64,
     ) {
-        let opened = self.region_start.t;
+        let opened = self.start.t;
         if opened != 0 {
-            self.region(prev, idx, hint, to, to_fid, t0.wrapping_sub(opened));
+            let dt = t0.wrapping_sub(opened);
+            // A folded previous call (`prev` all ones) may match a hint of
+            // no region (all ones): `r` then finds no entry.
+            let (from, r) = hint;
+            let done = from == prev as u32
+                && match self.regions.entries.get_mut(r as usize) {
+                    Some(r) => {
+                        r.add(dt);
+                        true
+                    }
+                    None => false,
+                };
+            if !done {
+                region_slow(
+                    self.start,
+                    self.regions,
+                    self.keys,
+                    prev,
+                    idx,
+                    to,
+                    to_fid,
+                    dt,
+                );
+            }
         }
-        self.region_start.t = t1;
+        self.start.t = t1;
     }
 
     /// `next_region` for a call whose key was folded (no entry, no hint):
     /// its site and function are kept for the next region's start.
     #[cold]
     #[inline(never)]
-    pub(crate) fn folded_region(
-        &mut self,
-        prev: usize,
-        to: SiteRef,
-        to_fid: u16,
-        t0: u64,
-        t1: u64,
-    ) {
-        let opened = self.region_start.t;
+    pub(crate) fn folded_region(self, prev: usize, to: SiteRef, to_fid: u16, t0: u64, t1: u64) {
+        let opened = self.start.t;
         if opened != 0 {
-            self.region_slow(prev, usize::MAX, to, to_fid, t0.wrapping_sub(opened));
+            let dt = t0.wrapping_sub(opened);
+            region_slow(
+                self.start,
+                self.regions,
+                self.keys,
+                prev,
+                usize::MAX,
+                to,
+                to_fid,
+                dt,
+            );
         }
-        self.region_start = RegionStart {
+        *self.start = RegionStart {
             t: t1,
             folded_site: to,
             folded_fid: to_fid,
         };
     }
+}
 
-    /// Adds `dt` to the region from the call of entry `prev` (the region's
-    /// start, `region_start`) to this call, of entry `idx` at `to`
-    /// (`to_fid`); `hint` is that entry's (`region_from`, `region_in`).
-    #[inline(always)]
-    fn region(
-        &mut self,
-        prev: usize,
-        idx: usize,
-        hint: (u32, u32),
-        to: SiteRef,
-        to_fid: u16,
-        dt: u64,
-    ) {
-        // A folded previous call (`prev` all ones) may match a hint of no
-        // region (all ones): `r` then finds no entry.
-        let (from, r) = hint;
-        if from == prev as u32 {
-            if let Some(r) = self.regions.entries.get_mut(r as usize) {
-                r.add(dt);
-                return;
-            }
-        }
-        self.region_slow(prev, idx, to, to_fid, dt);
-    }
-
-    #[inline(never)]
-    fn region_slow(&mut self, prev: usize, idx: usize, to: SiteRef, to_fid: u16, dt: u64) {
-        // The region's start: the previous call's entry, or what a folded
-        // one kept.
-        let (from, from_fid) = match self.table.entries.get(prev) {
-            Some(e) => (e.key.ra, e.key.fid),
-            None => (self.region_start.folded_site, self.region_start.folded_fid),
-        };
-        let key = RegionKey {
-            from,
-            to,
-            from_fid,
-            to_fid,
-        };
-        let r = self.regions.add(&key, dt);
-        // The hint needs both calls' entries (a folded key has none) and the
-        // region's own (a folded region has none either).
-        if r != usize::MAX && prev != usize::MAX {
-            if let Some(e) = self.table.entries.get_mut(idx) {
-                e.region_from = prev as u32;
-                e.region_in = r as u32;
-            }
+/// Adds `dt` to the region from the call of entry `prev` (the region's
+/// start, `start`) to this call, of entry `idx` at `to` (`to_fid`), found
+/// by its key, and gives this call's entry the hint of it.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn region_slow(
+    start: &RegionStart,
+    regions: &mut Table<RegionStats>,
+    keys: &mut Table<KeyStats>,
+    prev: usize,
+    idx: usize,
+    to: SiteRef,
+    to_fid: u16,
+    dt: u64,
+) {
+    // The region's start: the previous call's entry, or what a folded one
+    // kept.
+    let (from, from_fid) = match keys.entries.get(prev) {
+        Some(e) => (e.key.ra, e.key.fid),
+        None => (start.folded_site, start.folded_fid),
+    };
+    let key = RegionKey {
+        from,
+        to,
+        from_fid,
+        to_fid,
+    };
+    let r = regions.add(&key, dt);
+    // The hint needs both calls' entries (a folded key has none) and the
+    // region's own (a folded region has none either).
+    if r != usize::MAX && prev != usize::MAX {
+        if let Some(e) = keys.entries.get_mut(idx) {
+            e.region_from = prev as u32;
+            e.region_in = r as u32;
         }
     }
 }

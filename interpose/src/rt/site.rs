@@ -125,3 +125,38 @@ pub fn unwound_site(n: u32) -> usize {
     }
     found
 }
+
+/// The wrapper's return address, through the frame pointer.
+/// Must be expanded inside the `extern "C"` wrapper itself, after its PMPI
+/// call (the frame is certainly set up there).
+#[cfg(all(target_arch = "x86_64", mpiover_fp))]
+#[macro_export]
+macro_rules! caller {
+    () => {{
+        let ra: usize;
+        // The block stands alone whether or not the wrapper's body is itself
+        // an unsafe block (generated wrappers' are).
+        #[allow(unused_unsafe)]
+        // SAFETY: with frame pointers forced (build.rs checks), rbp points at
+        // the saved rbp of this frame and the return address sits above it:
+        // read in one instruction.
+        unsafe {
+            core::arch::asm!(
+                "mov {}, qword ptr [rbp + 8]",
+                out(reg) ra,
+                options(readonly, nostack, preserves_flags)
+            );
+        }
+        ra
+    }};
+}
+
+/// Without frame pointers the first frame outside libmpiover is found by
+/// unwinding (slow, but never wrong).
+#[cfg(not(all(target_arch = "x86_64", mpiover_fp)))]
+#[macro_export]
+macro_rules! caller {
+    () => {
+        $crate::rt::unwound_site(1)
+    };
+}

@@ -2,14 +2,11 @@
 //! epochs that invalidate per-thread caches, the settings read at start-up,
 //! and the small helpers the generated wrappers share (handles, counts).
 
-use std::ptr::null_mut;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::*};
 
 use mpiover_mpisys::consts;
 
 use crate::names::NFUNCS;
-
-use super::threads::ThreadState;
 
 /// Recording on (bit 0); the clock is the TSC (bit 1, set once at init,
 /// before recording starts: the wrappers' clock reads test this word rather
@@ -51,9 +48,6 @@ pub static WORLD_RANK: AtomicU32 = AtomicU32::new(0);
 pub static WORLD_SIZE: AtomicU32 = AtomicU32::new(0);
 /// `MPI_Group` of the world, as bits (Open MPI: a pointer; MPICH: an int).
 pub(crate) static WORLD_GROUP: AtomicUsize = AtomicUsize::new(0);
-/// Every thread's state, a lock-free list (pushed once per thread, never
-/// removed: a thread's data outlives it and is written at the end).
-pub(crate) static THREADS: AtomicPtr<ThreadState> = AtomicPtr::new(null_mut());
 
 pub const NONE_PEER: i32 = i32::MIN;
 /// No function: a key's `completes` when it completed nothing, or requests
@@ -108,41 +102,6 @@ pub fn cnt<T: ToCount>(c: T) -> u64 {
 #[inline(always)]
 pub fn in_place(buf: *const core::ffi::c_void) -> bool {
     std::ptr::eq(buf, consts::in_place() as *const core::ffi::c_void)
-}
-
-/// The wrapper's return address, through the frame pointer.
-/// Must be expanded inside the `extern "C"` wrapper itself, after its PMPI
-/// call (the frame is certainly set up there).
-#[cfg(all(target_arch = "x86_64", mpiover_fp))]
-#[macro_export]
-macro_rules! caller {
-    () => {{
-        let ra: usize;
-        // The block stands alone whether or not the wrapper's body is itself
-        // an unsafe block (generated wrappers' are).
-        #[allow(unused_unsafe)]
-        // SAFETY: with frame pointers forced (build.rs checks), rbp points at
-        // the saved rbp of this frame and the return address sits above it:
-        // read in one instruction.
-        unsafe {
-            core::arch::asm!(
-                "mov {}, qword ptr [rbp + 8]",
-                out(reg) ra,
-                options(readonly, nostack, preserves_flags)
-            );
-        }
-        ra
-    }};
-}
-
-/// Without frame pointers the first frame outside libmpiover is found by
-/// unwinding (slow, but never wrong).
-#[cfg(not(all(target_arch = "x86_64", mpiover_fp)))]
-#[macro_export]
-macro_rules! caller {
-    () => {
-        $crate::rt::unwound_site(1)
-    };
 }
 
 /// Communicator / datatype freed: per-thread caches must forget handles.
