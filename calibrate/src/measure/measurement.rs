@@ -196,6 +196,14 @@ impl<'a> Measurement<'a> {
         (0..self.n_entries).filter(|&e| self.selected[e] && self.spw[e] > 0.0)
     }
 
+    /// Samples kept by the least measured entry.
+    fn least_kept(&self, out: &Outcome) -> u64 {
+        self.measured()
+            .map(|e| out.samples[e].len() as u64)
+            .min()
+            .unwrap_or(0)
+    }
+
     /// Windows the slowest measured entry needs to reach `target` samples.
     fn need_windows(&self, out: &Outcome, target: u64) -> u64 {
         self.measured()
@@ -448,13 +456,10 @@ impl<'a> Measurement<'a> {
     /// size. A paced share is extended while the least measured entry has
     /// fewer samples than a tail model needs (`Extension`).
     fn budget_s(&self, out: &Outcome, ctl: &mut Control) -> f64 {
-        let least = self
-            .measured()
-            .map(|e| out.samples[e].len() as u64)
-            .min()
-            .unwrap_or(0);
         ctl.budget_s = match self.s.extension {
-            Some(x) if least < x.min_samples => x.budget_s.max(self.s.entry_budget_s),
+            Some(x) if self.least_kept(out) < x.min_samples => {
+                x.budget_s.max(self.s.entry_budget_s)
+            }
             _ => self.s.entry_budget_s,
         };
         ctl.budget_s
@@ -495,11 +500,7 @@ impl<'a> Measurement<'a> {
             let nrep = if min_need > 0 {
                 min_need
             } else {
-                let n_min = self
-                    .measured()
-                    .map(|e| out.samples[e].len() as u64)
-                    .min()
-                    .unwrap_or(0);
+                let n_min = self.least_kept(out);
                 self.need_windows(out, (n_min + n_min / 4).min(s.stats.max_samples))
             };
             let valid_frac = 1.0 - t.bad as f64 / nr as f64;

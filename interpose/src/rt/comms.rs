@@ -53,6 +53,30 @@ pub struct CommCache {
 
 pub(crate) static WORLD_INFO_SIZE: AtomicU32 = AtomicU32::new(0);
 
+/// `MPI_COMM_WORLD`'s facts, read from the statics set at init.
+#[inline(always)]
+fn world_info() -> CommInfo {
+    let s = WORLD_INFO_SIZE.load(Relaxed);
+    CommInfo {
+        size: s,
+        rsize: s,
+        rank: WORLD_RANK.load(Relaxed) as i32,
+        inter: false,
+        kind: CommKind::World,
+        slot: 0,
+    }
+}
+
+/// `MPI_COMM_SELF`'s facts.
+const SELF_INFO: CommInfo = CommInfo {
+    size: 1,
+    rsize: 1,
+    rank: 0,
+    inter: false,
+    kind: CommKind::SelfComm,
+    slot: 0,
+};
+
 /// Records the world's geometry and group at init (with the guard held).
 pub fn init_world(rank: i32, size: i32) {
     WORLD_RANK.store(rank.max(0) as u32, Relaxed);
@@ -91,25 +115,10 @@ impl CommCache {
     pub(crate) fn lookup(&mut self, comm: MPI_Comm) -> CommInfo {
         let h = comm.bits();
         if h == consts::comm_world().bits() {
-            let s = WORLD_INFO_SIZE.load(Relaxed);
-            return CommInfo {
-                size: s,
-                rsize: s,
-                rank: WORLD_RANK.load(Relaxed) as i32,
-                inter: false,
-                kind: CommKind::World,
-                slot: 0,
-            };
+            return world_info();
         }
         if h == consts::comm_self().bits() {
-            return CommInfo {
-                size: 1,
-                rsize: 1,
-                rank: 0,
-                inter: false,
-                kind: CommKind::SelfComm,
-                slot: 0,
-            };
+            return SELF_INFO;
         }
         self.lookup_other_words(comm)
     }
@@ -122,26 +131,11 @@ impl CommCache {
     pub(crate) fn lookup_peer(&mut self, comm: MPI_Comm, r: i32) -> (CommInfo, i32) {
         let h = comm.bits();
         if h == consts::comm_world().bits() {
-            let s = WORLD_INFO_SIZE.load(Relaxed);
-            let info = CommInfo {
-                size: s,
-                rsize: s,
-                rank: WORLD_RANK.load(Relaxed) as i32,
-                inter: false,
-                kind: CommKind::World,
-                slot: 0,
-            };
+            let info = world_info();
             return (info, if r < 0 { NONE_PEER } else { r });
         }
         if h == consts::comm_self().bits() {
-            let info = CommInfo {
-                size: 1,
-                rsize: 1,
-                rank: 0,
-                inter: false,
-                kind: CommKind::SelfComm,
-                slot: 0,
-            };
+            let info = SELF_INFO;
             let w = if r < 0 {
                 NONE_PEER
             } else {
