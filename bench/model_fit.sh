@@ -17,6 +17,10 @@
 #                      machine itself moved between the two
 #   tmax/med           the tmax ratio's median over the medians' (1 when
 #                      tmax moves no more than the machine does)
+#   (second line)      the same pairs under other estimators of the q_max
+#                      quantile (empirical, Harrell-Davis, a GPD tail at a
+#                      fixed threshold): their A/B ratio and its multiple of
+#                      the medians', and their out-of-sample share
 #   needed             samples the stopping rule (5 % of terr,max over the last
 #                      75 samples) needed, from 50 on (median, p90), and the
 #                      samples the calibration kept (median)
@@ -87,6 +91,11 @@ for mpi in $MPIS; do
               ("\(.needed[0] // "-")|\(.n[0])"), $busy ]
           | @tsv' <<<"$c" |
             awk -F'\t' '{printf "%-8s %3s %7s %-44s %9s %-26s %-26s %-30s %-8s %-12s %s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11}'
+        # The same pairs under other estimators of the quantile: when they all
+        # move alike, the spread is the data's rather than tmax's method.
+        jq -r '.against.median_ratio[0] as $m | "         other estimators, A/B (median, p90; x median) | exceed (median, p90): "
+          + ([.against.estimators[] | select(.ratio != null and .exceed != null) | "\(.estimator) \(.ratio[0]*100|round/100) \(.ratio[2]*100|round/100) x\(.ratio[0]/$m*100|round/100) | \(.exceed[0]*1000|round/10)% \(.exceed[2]*1000|round/10)%"]
+             | join("; "))' <<<"$c"
     done
 done
 echo "profiles and logs: $OUT${KEEP:+ (kept)}"

@@ -27,7 +27,9 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 use mpiover_common::profile::{Profile, ProfileEntry, ProfileKey};
-use mpiover_stats::{fit, FitOptions, FitResult, Stop, StoppingRule, TailFit};
+use mpiover_stats::{
+    fit, Estimator, FitOptions, FitResult, QMax, Sample, Stop, StoppingRule, TailFit,
+};
 use serde::Serialize;
 
 /// Shortest prefix the sample-size question starts from.
@@ -171,6 +173,64 @@ pub struct Against {
     /// The same for the stored empirical 99th percentiles and medians.
     pub q99_ratio: Option<(f64, f64, f64)>,
     pub median_ratio: Option<(f64, f64, f64)>,
+    /// Other estimators of the q_max quantile on the same pairs of samples: does any
+    /// estimate move less between the calibrations than tmax does?
+    pub estimators: Vec<EstimatorSpread>,
+}
+
+/// One estimator of the q_max quantile judged like tmax: between the calibrations, and out of
+/// sample within the profile checked.
+#[derive(Debug, Serialize)]
+pub struct EstimatorSpread {
+    pub estimator: String,
+    /// Entries where both calibrations gave an estimate.
+    pub entries: usize,
+    /// Larger over smaller (median, p10, p90).
+    pub ratio: Option<(f64, f64, f64)>,
+    /// Share of the odd samples above the even samples' estimate (median, p10, p90).
+    pub exceed: Option<(f64, f64, f64)>,
+}
+
+/// For every estimator, its A/B ratio and its out-of-sample share per entry pair.
+#[derive(Default)]
+struct EstimatorTally {
+    ratio: Vec<Vec<f64>>,
+    exceed: Vec<Vec<f64>>,
+}
+
+impl EstimatorTally {
+    fn add(&mut self, a: &[f64], b: &[f64], q: QMax) {
+        self.ratio.resize(Estimator::COMPARED.len(), Vec::new());
+        self.exceed.resize(Estimator::COMPARED.len(), Vec::new());
+        let (Ok(sa), Ok(sb)) = (Sample::new(a), Sample::new(b)) else {
+            return;
+        };
+        let even: Vec<f64> = a.iter().step_by(2).copied().collect();
+        let odd: Vec<f64> = a.iter().skip(1).step_by(2).copied().collect();
+        let half = Sample::new(&even).ok();
+        for (i, e) in Estimator::COMPARED.iter().enumerate() {
+            if let (Some(x), Some(y)) = (e.estimate(&sa, q), e.estimate(&sb, q)) {
+                self.ratio[i].push(ratio(x, y));
+            }
+            if let Some(t) = half.as_ref().and_then(|h| e.estimate(h, q)) {
+                let above = odd.iter().filter(|&&x| x > t).count();
+                self.exceed[i].push(above as f64 / odd.len().max(1) as f64);
+            }
+        }
+    }
+
+    fn finish(self) -> Vec<EstimatorSpread> {
+        Estimator::COMPARED
+            .iter()
+            .enumerate()
+            .map(|(i, e)| EstimatorSpread {
+                estimator: e.name(),
+                entries: self.ratio.get(i).map_or(0, Vec::len),
+                ratio: self.ratio.get(i).cloned().and_then(spread),
+                exceed: self.exceed.get(i).cloned().and_then(spread),
+            })
+            .collect()
+    }
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -240,6 +300,8 @@ fn compare(
     let q = Profile::load(other)?;
     let oopts = fit_options(&q);
     let (mut t, mut q99, mut med) = (Vec::new(), Vec::new(), Vec::new());
+    let mut tally = EstimatorTally::default();
+    let q_max = QMax::new(p.method.q_max).with_context(|| format!("{}: q_max", path.display()))?;
     let mut common = 0;
     for e in &p.entries {
         let Some(f) = q.entry(&e.key()) else {
@@ -258,6 +320,9 @@ fn compare(
             q99.push(ratio(a, b));
         }
         med.push(ratio(e.median_s, f.median_s));
+        if let (Some(a), Some(b)) = (entry_times(path, e)?, entry_times(other, f)?) {
+            tally.add(&a, &b, q_max);
+        }
     }
     if common == 0 {
         bail!(
@@ -271,6 +336,7 @@ fn compare(
         tmax_ratio: spread(t),
         q99_ratio: spread(q99),
         median_ratio: spread(med),
+        estimators: tally.finish(),
     })
 }
 
@@ -356,6 +422,21 @@ pub fn render(c: &Check) -> String {
                 t.0,
                 m.0
             );
+            let _ = writeln!(
+                o,
+                "    other estimators of the {} quantile: A/B ratio; x the medians'; odd samples above the even's",
+                c.q_max
+            );
+            for e in &a.estimators {
+                let _ = writeln!(
+                    o,
+                    "      {:<16} {}; {}; {}",
+                    e.estimator,
+                    rat(e.ratio),
+                    e.ratio.map_or("-".into(), |r| format!("{:.2}", r.0 / m.0)),
+                    pct(e.exceed)
+                );
+            }
         }
     }
     o

@@ -323,11 +323,16 @@ fn missing_profile_error_says_the_reason_once() {
 /// 19 entries of 10 us plus exponential errors of mean 1 us on a 1 ns timer
 /// (deterministic xorshift), 800 samples each.
 fn write_sampled_profile(path: &Path) {
+    write_sampled_profile_with(path, 0x9e37_79b9_7f4a_7c15, 1.0);
+}
+
+/// The same with another seed, every time multiplied by `scale`.
+fn write_sampled_profile_with(path: &Path, seed: u64, scale: f64) {
     use mpiover_common::profile::Samples;
     write_profile(path, "run-a", 1.0);
     let mut p = Profile::load(path).unwrap();
     p.environment.timer.resolution_s = 1e-9;
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut x: u64 = seed;
     let mut uniform = move || {
         x ^= x << 13;
         x ^= x >> 7;
@@ -336,8 +341,9 @@ fn write_sampled_profile(path: &Path) {
     };
     for e in &mut p.entries {
         let times: Vec<f64> = (0..800)
-            .map(|_| 10e-6 + (-(1.0 - uniform()).ln() * 1e-6 * 1e9).round() * 1e-9)
+            .map(|_| scale * (10e-6 + (-(1.0 - uniform()).ln() * 1e-6 * 1e9).round() * 1e-9))
             .collect();
+        e.median_s *= scale;
         e.samples = Samples::encode(&times, 1e-9);
         e.n = 800;
     }
@@ -396,6 +402,70 @@ fn check_and_refit_judge_the_kept_samples() {
         .count();
     assert_eq!(modelled as u64, n - empirical);
     assert!(p.entries.iter().all(|e| e.samples.is_some()));
+}
+
+/// `profile check --against`: beside tmax, the other estimators of the q_max
+/// quantile are compared between the two profiles. Two samples of the same
+/// exponential give ratios near 1 and held-out shares near 1 %; the same
+/// samples at twice the time give ratios of 2 for every estimator.
+#[test]
+fn check_against_compares_every_estimator() {
+    let d = tmpdir("estimators");
+    let (a, b, c) = (d.join("a.json"), d.join("b.json"), d.join("c.json"));
+    write_sampled_profile(&a);
+    write_sampled_profile_with(&b, 0x2545_f491_4f6c_dd1d, 1.0);
+    write_sampled_profile_with(&c, 0x9e37_79b9_7f4a_7c15, 2.0);
+    let check = |other: &Path| -> serde_json::Value {
+        let out = mpiover(&[
+            "profile",
+            "check",
+            a.to_str().unwrap(),
+            "--against",
+            other.to_str().unwrap(),
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let same = check(&b);
+    let est = same["against"]["estimators"].as_array().unwrap();
+    let names: Vec<&str> = est
+        .iter()
+        .map(|e| e["estimator"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "empirical",
+            "Harrell-Davis",
+            "GPD above 85 %",
+            "GPD above 90 %"
+        ]
+    );
+    let common = same["against"]["common"].as_u64().unwrap();
+    for e in est {
+        assert_eq!(e["entries"].as_u64(), Some(common), "{e}");
+        let r = e["ratio"][0].as_f64().unwrap();
+        assert!((1.0..1.3).contains(&r), "{e}");
+        let x = e["exceed"][0].as_f64().unwrap();
+        assert!((0.002..=0.02).contains(&x), "{e}");
+    }
+    let doubled = check(&c);
+    for e in doubled["against"]["estimators"].as_array().unwrap() {
+        let r = e["ratio"][0].as_f64().unwrap();
+        assert!((r - 2.0).abs() < 1e-6, "{e}");
+    }
+    let text = stdout(&mpiover(&[
+        "profile",
+        "check",
+        a.to_str().unwrap(),
+        "--against",
+        b.to_str().unwrap(),
+    ]));
+    assert!(
+        text.contains("other estimators") && text.contains("Harrell-Davis"),
+        "{text}"
+    );
 }
 
 /// A profile without samples, or with corrupt ones: one error naming the

@@ -81,6 +81,7 @@
 pub mod chi2;
 pub mod compare;
 pub mod error;
+pub mod estimators;
 pub mod fit;
 pub mod histogram;
 pub mod model;
@@ -96,6 +97,7 @@ pub mod tail;
 pub use chi2::{Group, Verdict};
 pub use compare::mann_whitney_binned;
 pub use error::StatsError;
+pub use estimators::Estimator;
 pub use fit::{fit, FitOptions, FitResult, ModelFit};
 pub use histogram::{class_index, BinRule, Binning, ErrorClasses};
 pub use model::{Model, ModelKind};
@@ -111,4 +113,4 @@ pub use significance::{
 pub use special::{chi2_critical, chi2_critical_wilson_hilferty, chi2_sf, normal_upper_quantile};
 pub use stopping::{Stop, StoppingRule};
 pub use summary::{summarize, Summary};
-pub use tail::{fit_tail, TailFit};
+pub use tail::{fit_at_level, fit_tail, TailFit};

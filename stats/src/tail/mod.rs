@@ -12,7 +12,7 @@
 //! **The rule**, for errors e_i = t_i - min(S), n of them:
 //!
 //! 1. Candidate thresholds u are the empirical quantiles of the errors at the levels
-//!    [`LEVELS`] (75 %, 80 %, 85 %, 90 %), tried from the lowest. The exceedances are
+//!    [`LEVELS`] (75 %, 80 %, 85 %, 90 %, 95 %), tried from the lowest. The exceedances are
 //!    y = e - u for the e strictly above u; a candidate needs at least [`MIN_EXCEEDANCES`] of
 //!    them and an exceedance share zeta = k/n above 1 - q_max.
 //! 2. The GPD is fitted to the exceedances by maximum likelihood ([`gpd`]).
@@ -117,56 +117,62 @@ pub fn terr_max_from_params(params: &[f64], q: f64) -> Option<f64> {
     Some(u + y).filter(|t| t.is_finite())
 }
 
+/// The fit and test at one threshold `level` (steps 1-4 and 6 of the module docs; `tried` is
+/// left at 1); None when the level has too few exceedances or no GPD could be fitted.
+pub fn fit_at_level(sample: &Sample, q: QMax, alpha: f64, level: f64) -> Option<TailFit> {
+    let min = sample.min();
+    let n = sample.len();
+    let u = sample.quantile_inverse_cdf(level) - min;
+    let y: Vec<f64> = sample
+        .sorted()
+        .iter()
+        .map(|&t| t - min - u)
+        .filter(|&v| v > 0.0)
+        .collect();
+    let k = y.len();
+    let share = k as f64 / n as f64;
+    if k < MIN_EXCEEDANCES || share <= 1.0 - q.get() {
+        return None;
+    }
+    let g = fit_mle(&y)?;
+    let a2 = anderson_darling(&y, &g);
+    let p_value = null::p_value(a2, g.xi);
+    let terr = terr_max_from_params(&[u, g.xi, g.sigma, share], q.get())?;
+    // Where the sample's own quantile may lie (step 4).
+    let within = within(
+        quantile_ci_with_coverage(n, q.get(), 0.95),
+        sample,
+        min + terr,
+    );
+    Some(TailFit {
+        level,
+        threshold_s: u,
+        exceedances: k,
+        share,
+        xi: g.xi,
+        sigma_s: g.sigma,
+        a2,
+        p_value,
+        accepted: p_value >= alpha && within,
+        within_ci: within,
+        tried: 1,
+        terr_max_s: terr,
+        tmax_s: min + terr,
+    })
+}
+
 /// Fits the tail of `sample` by the rule of the module docs; None when no threshold has
 /// enough exceedances or no GPD could be fitted.
 pub fn fit_tail(sample: &Sample, q: QMax, alpha: f64) -> Option<TailFit> {
-    let min = sample.min();
-    let n = sample.len();
     let mut best: Option<TailFit> = None;
     let mut tried = 0;
     for &level in &LEVELS {
-        let u = sample.quantile_inverse_cdf(level) - min;
-        let y: Vec<f64> = sample
-            .sorted()
-            .iter()
-            .map(|&t| t - min - u)
-            .filter(|&v| v > 0.0)
-            .collect();
-        let k = y.len();
-        let share = k as f64 / n as f64;
-        if k < MIN_EXCEEDANCES || share <= 1.0 - q.get() {
+        let Some(fit) = fit_at_level(sample, q, alpha, level) else {
             continue;
-        }
-        let Some(g) = fit_mle(&y) else { continue };
+        };
         tried += 1;
-        let a2 = anderson_darling(&y, &g);
-        let p_value = null::p_value(a2, g.xi);
-        let Some(terr) = terr_max_from_params(&[u, g.xi, g.sigma, share], q.get()) else {
-            continue;
-        };
-        // Where the sample's own quantile may lie (step 4).
-        let within = within(
-            quantile_ci_with_coverage(n, q.get(), 0.95),
-            sample,
-            min + terr,
-        );
-        let fit = TailFit {
-            level,
-            threshold_s: u,
-            exceedances: k,
-            share,
-            xi: g.xi,
-            sigma_s: g.sigma,
-            a2,
-            p_value,
-            accepted: p_value >= alpha && within,
-            within_ci: within,
-            tried,
-            terr_max_s: terr,
-            tmax_s: min + terr,
-        };
         if fit.accepted {
-            return Some(fit);
+            return Some(TailFit { tried, ..fit });
         }
         let better = match &best {
             None => true,
