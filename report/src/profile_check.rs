@@ -173,6 +173,9 @@ pub struct Against {
     /// The same for the stored empirical 99th percentiles and medians.
     pub q99_ratio: Option<(f64, f64, f64)>,
     pub median_ratio: Option<(f64, f64, f64)>,
+    /// Per entry, tmax / median in one calibration against the other (larger over smaller):
+    /// how far tmax moved beyond its own entry's median.
+    pub tmax_over_median_ratio: Option<(f64, f64, f64)>,
     /// Other estimators of the q_max quantile on the same pairs of samples: does any
     /// estimate move less between the calibrations than tmax does?
     pub estimators: Vec<EstimatorSpread>,
@@ -299,7 +302,7 @@ fn compare(
 ) -> anyhow::Result<Against> {
     let q = Profile::load(other)?;
     let oopts = fit_options(&q);
-    let (mut t, mut q99, mut med) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut t, mut q99, mut med, mut rel) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut tally = EstimatorTally::default();
     let q_max = QMax::new(p.method.q_max).with_context(|| format!("{}: q_max", path.display()))?;
     let mut common = 0;
@@ -315,7 +318,11 @@ fn compare(
                     None => x.tmax_s,
                 })
             };
-        t.push(ratio(refit(opts, e, path)?, refit(&oopts, f, other)?));
+        let (ta, tb) = (refit(opts, e, path)?, refit(&oopts, f, other)?);
+        t.push(ratio(ta, tb));
+        // tmax as a multiple of its own entry's median: what is left of tmax's move once the
+        // entry's typical call has moved with the machine.
+        rel.push(ratio(ta / e.median_s, tb / f.median_s));
         if let (Some(a), Some(b)) = (e.q99_s, f.q99_s) {
             q99.push(ratio(a, b));
         }
@@ -336,6 +343,7 @@ fn compare(
         tmax_ratio: spread(t),
         q99_ratio: spread(q99),
         median_ratio: spread(med),
+        tmax_over_median_ratio: spread(rel),
         estimators: tally.finish(),
     })
 }
@@ -413,6 +421,11 @@ pub fn render(c: &Check) -> String {
         let _ = writeln!(o, "    tmax:   {}", rat(a.tmax_ratio));
         let _ = writeln!(o, "    q99_s:  {}", rat(a.q99_ratio));
         let _ = writeln!(o, "    median: {}", rat(a.median_ratio));
+        let _ = writeln!(
+            o,
+            "    tmax / median, per entry: {}",
+            rat(a.tmax_over_median_ratio)
+        );
         // How much of tmax's spread the machine explains: the medians moved too.
         if let (Some(t), Some(m)) = (a.tmax_ratio, a.median_ratio) {
             let _ = writeln!(

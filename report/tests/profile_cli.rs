@@ -451,6 +451,23 @@ fn check_against_compares_every_estimator() {
         assert!((0.002..=0.02).contains(&x), "{e}");
     }
     let doubled = check(&c);
+    // Every time doubled: tmax and the medians moved alike, tmax / median not at all.
+    let r = |k: &str| doubled["against"][k][0].as_f64().unwrap();
+    assert!(
+        (r("tmax_ratio") - 2.0).abs() < 1e-6,
+        "{}",
+        doubled["against"]
+    );
+    assert!(
+        (r("median_ratio") - 2.0).abs() < 1e-6,
+        "{}",
+        doubled["against"]
+    );
+    assert!(
+        (r("tmax_over_median_ratio") - 1.0).abs() < 0.01,
+        "{}",
+        doubled["against"]
+    );
     for e in doubled["against"]["estimators"].as_array().unwrap() {
         let r = e["ratio"][0].as_f64().unwrap();
         assert!((r - 2.0).abs() < 1e-6, "{e}");
