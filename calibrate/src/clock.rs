@@ -43,6 +43,18 @@
 //! its model afresh from that point; without skew the check stays silent,
 //! the one clock of a host predicting itself to within microseconds.
 //!
+//! **One kernel, one clock.** Processes under one kernel read one
+//! CLOCK_MONOTONIC unless they sit in different time namespaces, so a rank
+//! whose boot id and time namespace are rank 0's has nothing to learn: its
+//! offset is zero, exactly. Such a rank keeps the zero model ("shares rank
+//! 0's clock", `clock_sync.ranks[].shared` in the profile) and still takes
+//! part in the ping-pongs, whose round trips the profile reports. Learning a
+//! model anyway would not be harmless: where ranks outnumber the CPUs, the
+//! fastest of a few exchanges can still hold a time slice, the fit points
+//! scatter by hundreds of microseconds, and windows scheduled from that
+//! model start the ranks that far apart (seen with four MPICH ranks on two
+//! CPUs: a residual of 0.4-0.5 ms).
+//!
 //! **Test only:** `MPIOVER_CALIBRATE_TEST_CLOCK_SKEW` skews the clock this
 //! module reads, for tests of the synchronization; it is not a setting for
 //! measurements. It is a comma-separated list of entries, `rank:offset_s:drift`
@@ -124,6 +136,8 @@ pub struct Clock {
     pub worst_error: f64,
     /// This rank's world rank and host, for the warning.
     who: String,
+    /// This rank reads rank 0's clock (see the module docs): the model stays zero.
+    pub shared: bool,
 }
 
 /// A model's prediction may be off by this much (seconds) beyond a fit
@@ -168,6 +182,7 @@ impl Clock {
             failures: 0,
             worst_error: 0.0,
             who: String::new(),
+            shared: false,
         }
     }
 
@@ -232,6 +247,14 @@ impl Clock {
     }
 
     fn add_point(&mut self, p: FitPoint) {
+        if self.shared {
+            // Kept for the round trips the profile reports; the model stays zero.
+            self.points.push(p);
+            if self.points.len() > MAX_POINTS {
+                self.points.remove(0);
+            }
+            return;
+        }
         let mut err = self.prediction_error(&p);
         let mut bound = self.prediction_bound(p.x_local);
         if err <= bound && self.off_the_line() {
@@ -401,6 +424,7 @@ impl Clock {
             residual_s: self.residual,
             model_failures: self.failures,
             prediction_error_s: self.worst_error,
+            shared: self.shared,
         }
     }
 }
@@ -464,8 +488,42 @@ pub fn sync_round(clock: &mut Clock, world: Comm, exchanges: u32) {
     }
 }
 
+/// What names this process's CLOCK_MONOTONIC: the kernel's boot id and the
+/// time namespace; empty when the boot id cannot be read (then no rank is
+/// taken to share a clock).
+fn clock_identity() -> String {
+    let Ok(boot) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") else {
+        return String::new();
+    };
+    // Kernels without time namespaces have no such link: one namespace for all.
+    let ns = std::fs::read_link("/proc/self/ns/time")
+        .map(|l| l.display().to_string())
+        .unwrap_or_default();
+    format!("{}/{ns}", boot.trim())
+}
+
+/// Whether this rank reads rank 0's clock: rank 0 broadcasts its clock's
+/// identity (nothing when its clock is skewed for a test), every rank
+/// compares its own (none when skewed). Collective over `world`.
+fn shares_root_clock(clock: &Clock, world: Comm) -> bool {
+    const WIDTH: usize = 128;
+    let mine = if clock.skew.is_none() {
+        clock_identity()
+    } else {
+        String::new()
+    };
+    let mut buf = [0u8; WIDTH];
+    if mpi::rank(world) == 0 && mine.len() <= WIDTH {
+        buf[..mine.len()].copy_from_slice(mine.as_bytes());
+    }
+    mpi::bcast_bytes(&mut buf, 0, world);
+    let root = buf.split(|&b| b == 0).next().unwrap_or(&[]);
+    !mine.is_empty() && root == mine.as_bytes()
+}
+
 /// Initial synchronization: `fitpoints` rounds spread over about `span_s`.
 pub fn initial_sync(clock: &mut Clock, world: Comm, fitpoints: u32, exchanges: u32, span_s: f64) {
+    clock.shared = shares_root_clock(clock, world);
     // Warm-up: first contact is slow.
     sync_round(clock, world, 4);
     clock.points.clear();

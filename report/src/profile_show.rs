@@ -55,6 +55,12 @@ pub(crate) fn clock_hosts(prof: &Profile, cs: &ClockSync) -> Vec<String> {
                 / n;
             let ppm = rs.iter().map(|r| r.drift).sum::<f64>() / n * 1e6;
             let worst = rs.iter().map(|r| r.residual_s).fold(0.0, f64::max);
+            if rs.iter().all(|r| r.shared) {
+                return format!(
+                    "            {h} ({}): rank 0's clock (one kernel): offset 0, not learned",
+                    rank_list(&rs)
+                );
+            }
             format!(
                 "            {h} ({}): offset {} at the start, drift {ppm:+.2} ppm, worst residual {}",
                 rank_list(&rs),
@@ -171,6 +177,25 @@ mod tests {
         );
         assert!(l[1].contains("drift +30.00 ppm"), "{l:?}");
         assert!(l[1].contains("worst residual 400.0 ns"), "{l:?}");
+    }
+
+    #[test]
+    fn a_host_on_rank_0s_clock_says_so_instead_of_a_model() {
+        let prof = Profile::new(Environment::default(), Method::default());
+        let shared = |rank| RankClock {
+            shared: true,
+            ..clock(rank, "node1", 0.0, 0.0)
+        };
+        let cs = ClockSync {
+            ranks: vec![shared(0), shared(1), clock(2, "node2", 5e-3, 30e-6)],
+            ..ClockSync::default()
+        };
+        let l = clock_hosts(&prof, &cs);
+        assert_eq!(
+            l[0].trim(),
+            "node1 (ranks 0-1): rank 0's clock (one kernel): offset 0, not learned"
+        );
+        assert!(l[1].contains("node2 (rank 2): offset +4.850 ms"), "{l:?}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::clock;
 use crate::mpi;
 
 /// Fields of one rank's clock model in the gather.
-const CLOCK_FIELDS: usize = 9;
+const CLOCK_FIELDS: usize = 10;
 
 impl Driver<'_> {
     pub(super) fn finish(mut self) -> Result<(), Fail> {
@@ -110,6 +110,7 @@ impl Driver<'_> {
             cs.residual_s,
             cs.model_failures as f64,
             cs.prediction_error_s,
+            f64::from(u8::from(cs.shared)),
         ];
         let n = if self.me == 0 {
             CLOCK_FIELDS * self.world_size as usize
@@ -142,6 +143,7 @@ impl Driver<'_> {
                 residual_s: v[6],
                 model_failures: v[7] as u32,
                 prediction_error_s: v[8],
+                shared: v[9] != 0.0,
             })
             .collect()
     }

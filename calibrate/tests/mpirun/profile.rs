@@ -104,6 +104,17 @@ pub(crate) fn profile_has_roles_pairs_environment_and_method() {
     assert_eq!(m.procs, vec![2, 3]);
     let cs = m.clock_sync.as_ref().unwrap();
     assert_eq!(cs.ranks.len(), 3);
+    // Three ranks of one kernel read one clock: nothing learned, offset zero
+    // exactly, the round trips with rank 0 still measured.
+    assert!(
+        cs.ranks.iter().all(|r| r.shared
+            && r.offset_s == 0.0
+            && r.drift == 0.0
+            && r.residual_s == 0.0
+            && (r.rank == 0 || r.rtt_min_s > 0.0)),
+        "{:?}",
+        cs.ranks
+    );
     assert_eq!(p.runs.len(), 1);
     assert!(p.runs[0].complete && p.skipped.is_empty());
     // The lookup works on what was measured.

@@ -51,9 +51,11 @@ pub(crate) fn clock_sync_recovers_injected_offset_and_drift() {
         e.n_invalid,
         e.n + e.n_invalid
     );
-    // The rank without skew has no model to learn.
+    // The rank without skew has no model to learn; the skewed one does not
+    // share its clock.
     let r0 = &p.method.clock_sync.as_ref().unwrap().ranks[0];
     assert_eq!(r0.offset_s, 0.0);
+    assert!(r0.shared && !r1.shared, "{r0:?} {r1:?}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

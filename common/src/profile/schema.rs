@@ -322,6 +322,10 @@ pub struct RankClock {
     pub model_failures: u32,
     #[serde(skip_serializing_if = "is_zero_f64")]
     pub prediction_error_s: f64,
+    /// The rank reads rank 0's clock (one kernel, one time namespace): its
+    /// model is zero by construction, not learned. Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
 }
 
 fn is_zero_u32(v: &u32) -> bool {
