@@ -7,7 +7,7 @@ use mpiover_common::functions::Function;
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use crate::gen_event::{event_parts, Parts};
+use crate::gen_event::{event_parts, record, Parts};
 use crate::parse::Func;
 use crate::spec::{self, Hook};
 use crate::Gen;
@@ -17,18 +17,14 @@ use crate::Gen;
 /// the event is then recorded as the base function and only the call count
 /// goes to `name`.
 pub(crate) fn gen_event(name: &str, f: &Func, e: &Function) -> String {
-    let Parts {
-        pre,
-        post,
-        after,
-        completes,
-        ..
-    } = event_parts(&mut Gen::default(), name, f, e);
+    let parts = event_parts(&mut Gen::default(), name, f, e);
     let Signature { args, ret, call } = signature(f);
     let (func, pfunc) = (ident(name), ident(&format!("P{name}")));
     let base_fid = ident(&format!("FID_{}", e.name));
     // A large-count variant counts its calls apart from its event.
     let call_fid = ident(&format!("FID_{name}"));
+    let record = record(&parts, &base_fid, &call_fid);
+    let Parts { pre, after, .. } = parts;
     quote! {
         #[no_mangle]
         pub unsafe extern "C" fn #func(#(#args),*) #ret {
@@ -40,11 +36,7 @@ pub(crate) fn gen_event(name: &str, f: &Func, e: &Function) -> String {
             let __ra: usize = crate::caller!();
             // Found once: the event, the post and the completions name it.
             let __site = __g.site(__ra);
-            let mut __ev = crate::rt::Ev::new(crate::names::#base_fid, __site);
-            if __r == 0 {
-                #post
-            }
-            __g.event::<#completes>(&__ev, crate::names::#call_fid, __t0, __t1);
+            #record
             #after
             __r
         }

@@ -8,7 +8,7 @@ use quote::quote;
 
 use crate::fortran_abi::{fortran_from_c, FFunc};
 use crate::gen_c::{ident, tokens};
-use crate::gen_event::{event_parts, Parts};
+use crate::gen_event::{event_parts, record, Parts};
 use crate::parse::{norm, Func};
 use crate::spec::{self, Hook};
 use crate::Gen;
@@ -79,13 +79,8 @@ pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Func
                     panic!("Fortran {name}: no view for C parameter {a}: {t}");
                 });
             }
-            let Parts {
-                pre,
-                post,
-                after,
-                completes,
-                ..
-            } = parts;
+            let record = record(&parts, &fid, &fid);
+            let Parts { pre, after, .. } = parts;
             return quote! {
                 #signature {
                     #forward
@@ -97,11 +92,7 @@ pub(crate) fn gen_fortran_body(ff: &FFunc, c: Option<&Func>, event: Option<&Func
                     let __r: core::ffi::c_int = #ierr;
                     #views
                     let __site = __g.site(__ra);
-                    let mut __ev = crate::rt::Ev::new(crate::names::#fid, __site);
-                    if __r == 0 {
-                        #post
-                    }
-                    __g.event::<#completes>(&__ev, crate::names::#fid, __t0, __t1);
+                    #record
                     #after
                 }
             }

@@ -184,9 +184,28 @@ fn main() {
         .write_to_file(&bindings_path)
         .expect("cannot write bindings");
 
+    // The macros' values where they are integer constant expressions, read
+    // by the same front end from a probe header (see constants.rs).
+    let probe_path = out.join("probe.h");
+    std::fs::write(&probe_path, constants::probe_source()).expect("cannot write probe.h");
+    let mut probe = bindgen::Builder::default()
+        .header(probe_path.to_string_lossy())
+        .allowlist_var("MPIOVER_.*_VALUE")
+        .layout_tests(false)
+        .generate_comments(false);
+    for d in &lib.include {
+        probe = probe.clang_arg(format!("-I{}", d.display()));
+    }
+    let values = constants::probed_values(
+        &probe
+            .generate()
+            .expect("bindgen failed on the constants' probe header")
+            .to_string(),
+    );
+
     let shim_path = out.join("shim.c");
-    std::fs::write(&shim_path, constants::c_source()).expect("cannot write shim.c");
-    std::fs::write(out.join("consts.rs"), constants::rust_source())
+    std::fs::write(&shim_path, constants::c_source(&values)).expect("cannot write shim.c");
+    std::fs::write(out.join("consts.rs"), constants::rust_source(&values))
         .expect("cannot write consts.rs");
     let mut build = cc::Build::new();
     build.file(&shim_path).warnings(false);

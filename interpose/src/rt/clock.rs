@@ -16,13 +16,14 @@ pub(crate) fn set_clock() {
 }
 
 impl Guard {
-    /// `timer::now()`: one test of the state word and `rdtsc` inline; the
-    /// other clock out of line (the TSC is the clock of most runs).
+    /// `timer::now()`: one test of the state word `enter` read and `rdtsc`
+    /// inline; the other clock out of line (the TSC is the clock of most
+    /// runs).
     #[inline(always)]
     pub fn now(&self) -> u64 {
         #[cfg(target_arch = "x86_64")]
         {
-            if STATE.load(Relaxed) & CLOCK_TSC != 0 {
+            if self.st & CLOCK_TSC != 0 {
                 // SAFETY: rdtsc has no preconditions on x86_64.
                 return unsafe { core::arch::x86_64::_rdtsc() };
             }

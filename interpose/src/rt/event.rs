@@ -57,15 +57,51 @@ impl Ev {
             },
         }
     }
+
+    /// The event of a call of function `fid` at `site` with the fields `k`.
+    #[inline(always)]
+    pub fn with(fid: u16, site: SiteRef, k: KeyFields) -> Ev {
+        let mut ev = Ev::new(fid, site);
+        ev.key.p = k.p;
+        ev.key.peer = k.peer;
+        ev.key.bytes = k.bytes;
+        ev.key.role = k.role;
+        ev
+    }
 }
 
-/// A status for the call when the caller passed `MPI_STATUS_IGNORE`.
+/// The key's fields a wrapper finds from its arguments after a successful
+/// call (the rest are the event's function and site, and a completion's
+/// requests), kept in locals until the event is built from them at once
+/// (`Ev::with`).
+#[derive(Clone, Copy)]
+pub struct KeyFields {
+    pub p: u32,
+    pub peer: i32,
+    pub bytes: u64,
+    pub role: Role,
+}
+
+impl KeyFields {
+    /// A failed call's, or a function's without them.
+    pub const NONE: KeyFields = KeyFields {
+        p: 0,
+        peer: NONE_PEER,
+        bytes: 0,
+        role: Role::None,
+    };
+}
+
+/// A status for the call when the caller passed `MPI_STATUS_IGNORE`. Not
+/// initialized: the tool reads a status only where MPI has set it (the call
+/// succeeded, and a probe or test found its message or completion), as it
+/// reads the caller's own; zeroing it was three stores per call.
 pub struct StatusSlot(MaybeUninit<MPI_Status>);
 
 impl StatusSlot {
     #[inline(always)]
     pub fn new() -> StatusSlot {
-        StatusSlot(MaybeUninit::zeroed())
+        StatusSlot(MaybeUninit::uninit())
     }
     #[inline(always)]
     pub fn or(&mut self, status: *mut MPI_Status) -> *mut MPI_Status {

@@ -56,6 +56,10 @@ fn tls() -> &'static Tls {
 pub struct Guard {
     pub(crate) ts: NonNull<ThreadState>,
     pub(crate) busy: *const Cell<bool>,
+    /// The state word `enter` read: the clock reads test its clock bit here
+    /// rather than loading the word again (the bit is set once, before
+    /// recording starts, so every guard's word has it as it stays).
+    pub(crate) st: u64,
 }
 
 impl Drop for Guard {
@@ -93,6 +97,7 @@ pub fn enter() -> Option<Guard> {
     let g = Guard {
         ts,
         busy: &t.busy as *const Cell<bool>,
+        st,
     };
     // SAFETY: as above.
     unsafe {

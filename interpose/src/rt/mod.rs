@@ -49,7 +49,9 @@ pub use crate::site_ref::SiteRef;
 pub use call_key::{role_name, CallKey, KeyStats};
 pub(crate) use clock::set_clock;
 pub use comms::init_world;
-pub use event::{nth_count, status_bytes, status_source, sum_counts, Ev, Posted, StatusSlot};
+pub use event::{
+    nth_count, status_bytes, status_source, sum_counts, Ev, KeyFields, Posted, StatusSlot,
+};
 pub use guard::{busy, enter, is_busy, this_thread_state};
 pub use quiesce::{barrier_all_threads, register_barrier};
 pub use regions::{RegionKey, RegionStats};

@@ -2,7 +2,7 @@
 //! epochs that invalidate per-thread caches, the settings read at start-up,
 //! and the small helpers the generated wrappers share (handles, counts).
 
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
 use mpiover_mpisys::consts;
 
@@ -11,21 +11,28 @@ use crate::names::NFUNCS;
 /// Recording on (bit 0); the clock is the TSC (bit 1, set once at init,
 /// before recording starts: the wrappers' clock reads test this word rather
 /// than the timer's own flag, one instruction less each); bits 2..8 count
-/// pauses (`MPI_Pcontrol(0)` then `(1)`, modulo 64), bits 8..
-/// `MPI_Pcontrol(2)` resets. A thread that sees the word change forgets
-/// where its current region started.
-pub static STATE: AtomicU32 = AtomicU32::new(0);
-pub const ENABLED: u32 = 1;
-pub const CLOCK_TSC: u32 = 1 << 1;
-pub const PAUSES: u32 = 0xfc;
-pub const PAUSE_STEP: u32 = 1 << 2;
-pub const RESET_STEP: u32 = 1 << 8;
+/// pauses (`MPI_Pcontrol(0)` then `(1)`, modulo 64), bits 8..32
+/// `MPI_Pcontrol(2)` resets, bits 32.. freed datatypes (`MPI_Type_free`).
+/// A thread that sees the low half change forgets where its current region
+/// started; one that sees the high half change forgets the datatype sizes
+/// it cached. Every wrapper compares the whole word with the one its
+/// thread saw last (`enter`), so a freed datatype costs the hot path no
+/// test of its own (a separate epoch was three instructions per lookup).
+pub static STATE: AtomicU64 = AtomicU64::new(0);
+pub const ENABLED: u64 = 1;
+pub const CLOCK_TSC: u64 = 1 << 1;
+pub const PAUSES: u64 = 0xfc;
+pub const PAUSE_STEP: u64 = 1 << 2;
+pub const RESET_STEP: u64 = 1 << 8;
+/// The resets' bits.
+pub const RESETS: u64 = 0xffff_ff00;
+pub const TYPE_FREED_STEP: u64 = 1 << 32;
 
 /// Recording on (`MPI_Pcontrol(1)`); returns the previous word. Turning it
 /// on after a pause is counted, so that every thread's next call sees a new
 /// state word.
-pub fn resume() -> u32 {
-    let step = |s: u32| {
+pub fn resume() -> u64 {
+    let step = |s: u64| {
         (s & ENABLED == 0).then(|| (s & !PAUSES) | (s.wrapping_add(PAUSE_STEP) & PAUSES) | ENABLED)
     };
     STATE
@@ -34,8 +41,6 @@ pub fn resume() -> u32 {
 }
 /// Bumped by `MPI_Comm_free`/`MPI_Comm_disconnect` (per-thread caches clear).
 pub static COMM_EPOCH: AtomicU32 = AtomicU32::new(0);
-/// Bumped by `MPI_Type_free`.
-pub static TYPE_EPOCH: AtomicU32 = AtomicU32::new(0);
 /// `MPIOVER_DEPTH` (its default until `MPI_Init` sets it).
 pub static DEPTH: AtomicU32 = AtomicU32::new(crate::opt::DEFAULT_DEPTH);
 /// `MPIOVER_MAX_KEYS` (its default until `MPI_Init` sets it).
@@ -109,5 +114,5 @@ pub fn comm_freed() {
     COMM_EPOCH.fetch_add(1, Relaxed);
 }
 pub fn type_freed() {
-    TYPE_EPOCH.fetch_add(1, Relaxed);
+    STATE.fetch_add(TYPE_FREED_STEP, Relaxed);
 }

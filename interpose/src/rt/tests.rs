@@ -7,7 +7,7 @@ use crate::site_ref::SiteRef;
 use super::call_key::{CallKey, KeyStats};
 use super::regions::{RegionKey, RegionStart, RegionStats};
 use super::requests::{ReqInfo, ReqMap};
-use super::state::{Role, ENABLED, FID_OTHER, NONE_FN, PAUSES, PAUSE_STEP};
+use super::state::{Role, ENABLED, FID_OTHER, NONE_FN, PAUSES, PAUSE_STEP, TYPE_FREED_STEP};
 use super::table::Table;
 use super::threads::ThreadState;
 
@@ -199,6 +199,27 @@ fn a_new_state_word_ends_the_threads_region() {
     ts.sync(resumed);
     assert_eq!(ts.region_start.t, 0);
     assert_eq!(ts.seen, resumed);
+}
+
+#[test]
+fn a_freed_datatype_empties_the_size_cache_and_keeps_the_region() {
+    let ts = ThreadState::create();
+    // SAFETY: a fresh state of this test's own, never freed.
+    let ts = unsafe { &mut *ts };
+    ts.region_start = RegionStart {
+        t: 99,
+        folded_site: SiteRef::native(0x40),
+        folded_fid: 3,
+    };
+    ts.types.last = (0x1234, 8);
+    ts.types.slots[5] = (0x1234, 8);
+    let st = ts.seen.wrapping_add(TYPE_FREED_STEP);
+    ts.sync(st);
+    assert_eq!(ts.types.last.0, usize::MAX);
+    assert!(ts.types.slots.iter().all(|s| s.0 == usize::MAX));
+    // Only the low half of the word ends a region (a pause, a reset).
+    assert_eq!(ts.region_start.t, 99);
+    assert_eq!(ts.seen, st);
 }
 
 #[test]

@@ -12,7 +12,7 @@ use super::call_key::KeyStats;
 use super::comms::CommCache;
 use super::regions::{Passes, RegionStart, RegionStats};
 use super::requests::{ReqMap, NULL_REQS};
-use super::state::{MAX_KEYS, STATE};
+use super::state::{MAX_KEYS, RESETS, STATE};
 use super::table::Table;
 use super::type_sizes::TypeCache;
 
@@ -22,8 +22,8 @@ static THREADS: AtomicPtr<ThreadState> = AtomicPtr::new(null_mut());
 
 pub struct ThreadState {
     pub(crate) next: *mut ThreadState,
-    /// The `STATE` word this thread last saw (reset epoch).
-    pub(crate) seen: u32,
+    /// The `STATE` word this thread last saw (reset epoch, freed datatypes).
+    pub(crate) seen: u64,
     /// Set while the thread updates its aggregates (the writer waits a little).
     pub updating: AtomicBool,
     /// Calls and time per function id. A fixed-size array: a wrapper's
@@ -111,13 +111,21 @@ impl ThreadState {
 
     #[cold]
     #[inline(never)]
-    pub(crate) fn sync(&mut self, st: u32) {
-        if st >> 8 != self.seen >> 8 {
+    pub(crate) fn sync(&mut self, st: u64) {
+        let changed = st ^ self.seen;
+        if changed & RESETS != 0 {
             self.reset();
         }
-        // Recording was paused (`MPI_Pcontrol`) or reset since this thread's
-        // last call: the time since is not one region of its own code.
-        self.region_start = RegionStart::NONE;
+        if changed as u32 != 0 {
+            // Recording was paused (`MPI_Pcontrol`) or reset since this
+            // thread's last call: the time since is not one region of its
+            // own code.
+            self.region_start = RegionStart::NONE;
+        }
+        if changed >> 32 != 0 {
+            // A datatype was freed: its handle may come back as another.
+            self.types.clear();
+        }
         self.seen = st;
     }
 
@@ -153,7 +161,7 @@ impl ThreadState {
 
     /// Whether this thread's data belongs to the current reset epoch.
     pub fn current(&self) -> bool {
-        self.seen >> 8 == STATE.load(Relaxed) >> 8
+        (self.seen ^ STATE.load(Relaxed)) & RESETS == 0
     }
 }
 

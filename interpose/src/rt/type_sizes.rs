@@ -1,20 +1,17 @@
 //! The per-thread datatype size cache.
 
-use std::sync::atomic::Ordering::*;
-
 use mpiover_mpisys::*;
 
 use crate::handle::Handle;
-
-use super::state::TYPE_EPOCH;
 
 pub(crate) const TYPE_SLOTS: usize = 64;
 /// The handle of an empty entry: no datatype's (a pointer, or a 32-bit
 /// integer's bits), so that a hit needs one compare.
 const EMPTY: (usize, u64) = (usize::MAX, 0);
 
+/// Emptied when a datatype is freed (`ThreadState::sync`, from the state
+/// word): a handle may then come back as another datatype.
 pub struct TypeCache {
-    pub(crate) epoch: u32,
     /// The datatype looked up last and its size: a loop's calls mostly use
     /// one datatype, found here without hashing its handle.
     pub(crate) last: (usize, u64),
@@ -24,7 +21,6 @@ pub struct TypeCache {
 impl TypeCache {
     pub(crate) fn new() -> TypeCache {
         TypeCache {
-            epoch: TYPE_EPOCH.load(Relaxed),
             last: EMPTY,
             slots: [EMPTY; TYPE_SLOTS],
         }
@@ -33,12 +29,6 @@ impl TypeCache {
     #[inline(always)]
     pub(crate) fn size(&mut self, dt: MPI_Datatype) -> u64 {
         let h = dt.bits();
-        let e = TYPE_EPOCH.load(Relaxed);
-        if e != self.epoch {
-            self.slots = [EMPTY; TYPE_SLOTS];
-            self.last = EMPTY;
-            self.epoch = e;
-        }
         if self.last.0 == h {
             return self.last.1;
         }
@@ -50,6 +40,13 @@ impl TypeCache {
             }
         }
         self.miss(dt, i)
+    }
+
+    /// Forgets every size (a datatype was freed).
+    #[cold]
+    pub(crate) fn clear(&mut self) {
+        self.slots = [EMPTY; TYPE_SLOTS];
+        self.last = EMPTY;
     }
 
     #[cold]
