@@ -488,42 +488,9 @@ pub fn sync_round(clock: &mut Clock, world: Comm, exchanges: u32) {
     }
 }
 
-/// What names this process's CLOCK_MONOTONIC: the kernel's boot id and the
-/// time namespace; empty when the boot id cannot be read (then no rank is
-/// taken to share a clock).
-fn clock_identity() -> String {
-    let Ok(boot) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") else {
-        return String::new();
-    };
-    // Kernels without time namespaces have no such link: one namespace for all.
-    let ns = std::fs::read_link("/proc/self/ns/time")
-        .map(|l| l.display().to_string())
-        .unwrap_or_default();
-    format!("{}/{ns}", boot.trim())
-}
-
-/// Whether this rank reads rank 0's clock: rank 0 broadcasts its clock's
-/// identity (nothing when its clock is skewed for a test), every rank
-/// compares its own (none when skewed). Collective over `world`.
-fn shares_root_clock(clock: &Clock, world: Comm) -> bool {
-    const WIDTH: usize = 128;
-    let mine = if clock.skew.is_none() {
-        clock_identity()
-    } else {
-        String::new()
-    };
-    let mut buf = [0u8; WIDTH];
-    if mpi::rank(world) == 0 && mine.len() <= WIDTH {
-        buf[..mine.len()].copy_from_slice(mine.as_bytes());
-    }
-    mpi::bcast_bytes(&mut buf, 0, world);
-    let root = buf.split(|&b| b == 0).next().unwrap_or(&[]);
-    !mine.is_empty() && root == mine.as_bytes()
-}
-
 /// Initial synchronization: `fitpoints` rounds spread over about `span_s`.
 pub fn initial_sync(clock: &mut Clock, world: Comm, fitpoints: u32, exchanges: u32, span_s: f64) {
-    clock.shared = shares_root_clock(clock, world);
+    clock.shared = crate::same_clock::shares_root_clock(clock.skew.is_none(), world);
     // Warm-up: first contact is slow.
     sync_round(clock, world, 4);
     clock.points.clear();

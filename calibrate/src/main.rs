@@ -31,6 +31,7 @@ mod pattern;
 mod plan;
 mod progress;
 mod protocol;
+mod same_clock;
 mod skew;
 mod stat;
 
