@@ -247,15 +247,24 @@ impl Clock {
     }
 
     fn add_point(&mut self, p: FitPoint) {
-        if self.shared {
-            // Kept for the round trips the profile reports; the model stays zero.
-            self.points.push(p);
-            if self.points.len() > MAX_POINTS {
-                self.points.remove(0);
-            }
-            return;
+        // A shared clock keeps its points only for the round trips the
+        // profile reports: its model stays zero.
+        if !self.shared {
+            self.check_prediction(&p);
         }
-        let mut err = self.prediction_error(&p);
+        self.points.push(p);
+        if self.points.len() > MAX_POINTS {
+            self.points.remove(0);
+        }
+        if !self.shared {
+            self.refit();
+        }
+    }
+
+    /// Compares `p` with the model's prediction; a model gone wrong (see the
+    /// module docs) is said once, counted, and starts afresh from `p`.
+    fn check_prediction(&mut self, p: &FitPoint) {
+        let mut err = self.prediction_error(p);
         let mut bound = self.prediction_bound(p.x_local);
         if err <= bound && self.off_the_line() {
             err = self.scale;
@@ -282,11 +291,6 @@ impl Clock {
             self.worst_error = self.worst_error.max(err);
             self.points.clear();
         }
-        self.points.push(p);
-        if self.points.len() > MAX_POINTS {
-            self.points.remove(0);
-        }
-        self.refit();
     }
 
     /// Robust line through the fit points; the slope is kept only when

@@ -17,6 +17,7 @@ mod fortran_abi;
 mod gen_c;
 mod gen_event;
 mod gen_fortran;
+mod gen_sides;
 mod parse;
 mod pretty;
 mod validate;

@@ -87,9 +87,8 @@ pub fn check_entry(
     rule: &StoppingRule,
 ) -> EntryCheck {
     let whole = fit(times, opts).ok();
-    let even: Vec<f64> = times.iter().step_by(2).copied().collect();
-    let odd: Vec<f64> = times.iter().skip(1).step_by(2).copied().collect();
-    let above = |t: f64| odd.iter().filter(|&&x| x > t).count() as f64 / odd.len().max(1) as f64;
+    let (even, odd) = halves(times);
+    let above = |t: f64| share_above(&odd, t);
     let half = fit(&even, opts).ok();
     EntryCheck {
         key: key.to_string(),
@@ -106,6 +105,19 @@ pub fn check_entry(
         half_modelled: half.as_ref().is_some_and(|h| !h.fallback),
         needed: samples_needed(times, opts, rule),
     }
+}
+
+/// The even and the odd samples in measurement order (alternate windows, so
+/// both halves see the same moments of the run).
+fn halves(times: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let even = times.iter().step_by(2).copied().collect();
+    let odd = times.iter().skip(1).step_by(2).copied().collect();
+    (even, odd)
+}
+
+/// Share of `held_out` above `t`.
+fn share_above(held_out: &[f64], t: f64) -> f64 {
+    held_out.iter().filter(|&&x| x > t).count() as f64 / held_out.len().max(1) as f64
 }
 
 /// The first prefix length (50, 75, ...) at which the rule calls tmax stable.
@@ -194,30 +206,34 @@ pub struct EstimatorSpread {
     pub exceed: Option<(f64, f64, f64)>,
 }
 
-/// For every estimator, its A/B ratio and its out-of-sample share per entry pair.
-#[derive(Default)]
+/// For every estimator of [`Estimator::COMPARED`], in its order, its A/B ratio and its
+/// out-of-sample share per entry pair.
 struct EstimatorTally {
     ratio: Vec<Vec<f64>>,
     exceed: Vec<Vec<f64>>,
 }
 
 impl EstimatorTally {
+    fn new() -> Self {
+        let n = Estimator::COMPARED.len();
+        EstimatorTally {
+            ratio: vec![Vec::new(); n],
+            exceed: vec![Vec::new(); n],
+        }
+    }
+
     fn add(&mut self, a: &[f64], b: &[f64], q: QMax) {
-        self.ratio.resize(Estimator::COMPARED.len(), Vec::new());
-        self.exceed.resize(Estimator::COMPARED.len(), Vec::new());
         let (Ok(sa), Ok(sb)) = (Sample::new(a), Sample::new(b)) else {
             return;
         };
-        let even: Vec<f64> = a.iter().step_by(2).copied().collect();
-        let odd: Vec<f64> = a.iter().skip(1).step_by(2).copied().collect();
+        let (even, odd) = halves(a);
         let half = Sample::new(&even).ok();
         for (i, e) in Estimator::COMPARED.iter().enumerate() {
             if let (Some(x), Some(y)) = (e.estimate(&sa, q), e.estimate(&sb, q)) {
                 self.ratio[i].push(ratio(x, y));
             }
             if let Some(t) = half.as_ref().and_then(|h| e.estimate(h, q)) {
-                let above = odd.iter().filter(|&&x| x > t).count();
-                self.exceed[i].push(above as f64 / odd.len().max(1) as f64);
+                self.exceed[i].push(share_above(&odd, t));
             }
         }
     }
@@ -225,12 +241,13 @@ impl EstimatorTally {
     fn finish(self) -> Vec<EstimatorSpread> {
         Estimator::COMPARED
             .iter()
-            .enumerate()
-            .map(|(i, e)| EstimatorSpread {
+            .zip(self.ratio)
+            .zip(self.exceed)
+            .map(|((e, ratio), exceed)| EstimatorSpread {
                 estimator: e.name(),
-                entries: self.ratio.get(i).map_or(0, Vec::len),
-                ratio: self.ratio.get(i).cloned().and_then(spread),
-                exceed: self.exceed.get(i).cloned().and_then(spread),
+                entries: ratio.len(),
+                ratio: spread(ratio),
+                exceed: spread(exceed),
             })
             .collect()
     }
@@ -303,7 +320,7 @@ fn compare(
     let q = Profile::load(other)?;
     let oopts = fit_options(&q);
     let (mut t, mut q99, mut med, mut rel) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut tally = EstimatorTally::default();
+    let mut tally = EstimatorTally::new();
     let q_max = QMax::new(p.method.q_max).with_context(|| format!("{}: q_max", path.display()))?;
     let mut common = 0;
     for e in &p.entries {

@@ -183,16 +183,23 @@ fn regions_aggregate_per_pair_of_calls_and_fold_past_the_cap() {
     );
 }
 
-#[test]
-fn a_new_state_word_ends_the_threads_region() {
+/// A fresh thread state whose region started at t = 99: a test's own, never
+/// freed.
+fn state_in_a_region() -> &'static mut ThreadState {
     let ts = ThreadState::create();
-    // SAFETY: a fresh state of this test's own, never freed.
+    // SAFETY: a fresh state, leaked to the test that asked for it.
     let ts = unsafe { &mut *ts };
     ts.region_start = RegionStart {
         t: 99,
         folded_site: SiteRef::native(0x40),
         folded_fid: 3,
     };
+    ts
+}
+
+#[test]
+fn a_new_state_word_ends_the_threads_region() {
+    let ts = state_in_a_region();
     // A pause and a resume (`MPI_Pcontrol(0)`, `(1)`): same reset epoch.
     let st = ts.seen | ENABLED;
     let resumed = (st & !PAUSES) | (st.wrapping_add(PAUSE_STEP) & PAUSES);
@@ -203,14 +210,7 @@ fn a_new_state_word_ends_the_threads_region() {
 
 #[test]
 fn a_freed_datatype_empties_the_size_cache_and_keeps_the_region() {
-    let ts = ThreadState::create();
-    // SAFETY: a fresh state of this test's own, never freed.
-    let ts = unsafe { &mut *ts };
-    ts.region_start = RegionStart {
-        t: 99,
-        folded_site: SiteRef::native(0x40),
-        folded_fid: 3,
-    };
+    let ts = state_in_a_region();
     ts.types.last = (0x1234, 8);
     ts.types.slots[5] = (0x1234, 8);
     let st = ts.seen.wrapping_add(TYPE_FREED_STEP);
