@@ -28,17 +28,12 @@ const fn ev(name: &'static str, class: EventClass, scope: Scope, roles: Roles) -
     }
 }
 
-/// A blocking send whose buffer parameter is called `buf`.
-const fn send(name: &'static str, mode: SendMode, buf: &'static str) -> Function {
+/// A blocking send.
+const fn send(name: &'static str, mode: SendMode) -> Function {
     Function {
         direction: Direction::Send,
         mode: Some(mode),
-        ..ev(
-            name,
-            EventClass::Send,
-            Scope::PointToPoint,
-            roles::send(buf),
-        )
+        ..ev(name, EventClass::Send, Scope::PointToPoint, roles::send())
     }
 }
 
@@ -123,10 +118,10 @@ use EventClass as C;
 
 // The blocking functions by name, for their posts below and for code that
 // refers to a function by what it is (the calibrator's patterns).
-pub const SEND: Function = send("MPI_Send", SendMode::Standard, "buf");
-pub const BSEND: Function = send("MPI_Bsend", SendMode::Buffered, "buf");
-pub const RSEND: Function = send("MPI_Rsend", SendMode::Ready, "ibuf|buf");
-pub const SSEND: Function = send("MPI_Ssend", SendMode::Synchronous, "buf");
+pub const SEND: Function = send("MPI_Send", SendMode::Standard);
+pub const BSEND: Function = send("MPI_Bsend", SendMode::Buffered);
+pub const RSEND: Function = send("MPI_Rsend", SendMode::Ready);
+pub const SSEND: Function = send("MPI_Ssend", SendMode::Synchronous);
 pub const RECV: Function = recv("MPI_Recv", C::Recv, roles::recv());
 pub const MRECV: Function = recv("MPI_Mrecv", C::Recv, roles::mrecv());
 pub const SENDRECV: Function = sendrecv("MPI_Sendrecv", roles::sendrecv());

@@ -232,8 +232,11 @@ impl KeyStats {
         if dt > self.max {
             self.max = dt;
         }
-        if self.tmax != u64::MAX {
-            self.over = self.over.wrapping_add(dt.saturating_sub(self.tmax));
+        // Without a profile `tmax` is `u64::MAX`, which no duration
+        // exceeds: one compare serves both the missing profile and a call
+        // within its tmax.
+        if dt > self.tmax {
+            self.over = self.over.wrapping_add(dt - self.tmax);
         }
         self.hist.add(dt);
     }
