@@ -34,6 +34,36 @@ pub struct CallKey {
     pub spare: [u8; 5],
 }
 
+impl CallKey {
+    /// Adds a completed request's point-to-point `counts` (`ReqInfo::counts`:
+    /// `NRECV_1` or `NSEND_1`, or 0) to `nrecv` and `nsend` with one add of
+    /// the two as a 32-bit word. The caller keeps `nreq` below `u16::MAX`
+    /// (saturated keys take `add_p2p_saturating`): `nrecv` and `nsend` count
+    /// some of the `nreq` requests, so neither can carry into the next.
+    #[inline(always)]
+    pub(crate) fn add_p2p(&mut self, counts: u32) {
+        let base = (self as *mut CallKey).cast::<u8>();
+        // SAFETY: `nrecv` and `nsend` are adjacent `u16`s of `self`
+        // (asserted below), reached through a pointer to the whole key;
+        // plain integers, read and written unaligned.
+        unsafe {
+            let w = base.add(std::mem::offset_of!(CallKey, nrecv)).cast::<u32>();
+            w.write_unaligned(w.read_unaligned().wrapping_add(counts));
+        }
+    }
+
+    /// `add_p2p` for a key whose counts may be saturated.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn add_p2p_saturating(&mut self, counts: u32) {
+        self.nrecv = self.nrecv.saturating_add(counts as u16);
+        self.nsend = self.nsend.saturating_add((counts >> 16) as u16);
+    }
+}
+
+const _: () =
+    assert!(std::mem::offset_of!(CallKey, nsend) == std::mem::offset_of!(CallKey, nrecv) + 2);
+
 // Six words and no padding: `words` reads the key as `[u64; 6]`.
 const _: () = assert!(std::mem::size_of::<CallKey>() == 48);
 const _: () = assert!(std::mem::align_of::<CallKey>() == 8);

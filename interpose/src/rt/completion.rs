@@ -12,7 +12,7 @@ use super::comms::CommCache;
 use super::event::{status_bytes, status_source, Ev, Posted};
 use super::guard::Guard;
 
-use super::requests::{ReqInfo, ReqMap, MASK, NULL_REQS};
+use super::requests::{ReqInfo, ReqMap, MASK, NRECV_1, NSEND_1, NULL_REQS};
 use super::state::{NONE_FN, NONE_PEER};
 use super::threads::ThreadState;
 
@@ -37,7 +37,12 @@ impl Guard {
         kind: Posted,
         site: SiteRef,
     ) {
-        let (recv, p2p) = (kind == Posted::Recv, kind != Posted::Collective);
+        let recv = kind == Posted::Recv;
+        let counts = match kind {
+            Posted::Recv => NRECV_1,
+            Posted::Send => NSEND_1,
+            Posted::Collective => 0,
+        };
         if req == 0 || req == consts::request_null().bits() {
             return;
         }
@@ -54,7 +59,8 @@ impl Guard {
         // persistent post gets here to or from MPI_PROC_NULL (`null_post`
         // took the others), so the flags of the others are constants,
         // written with the function as one word.
-        let agg = ts.last_event;
+        // `usize::MAX` (none) becomes `u32::MAX`, still none.
+        let agg = ts.last_event as u32;
         let null_peer = persistent && to_null;
         ts.reqs.insert_with(req, persistent, || ReqInfo {
             handle: req,
@@ -67,7 +73,7 @@ impl Guard {
             fid,
             persistent,
             recv,
-            p2p,
+            counts,
             agg,
             active: false,
             cancel: false,
@@ -123,7 +129,10 @@ impl Guard {
     /// a request to or from `MPI_PROC_NULL`. A cancelled request moved
     /// nothing: 0 bytes, no peer. Inlined into the completing wrappers: a
     /// call per request, with its prologue and the event behind a pointer,
-    /// cost about 40 instructions per completed request.
+    /// cost about 40 instructions per completed request. A null request is
+    /// not tested for here: the map never holds one (`post` refuses them),
+    /// so it goes the way of any handle the map lacks (`unmatched`, which
+    /// ignores it), and the usual request is spared the two compares.
     ///
     /// # Safety
     /// `st` is null or points to a status MPI filled.
@@ -135,9 +144,6 @@ impl Guard {
         st: *const MPI_Status,
         site: SiteRef,
     ) {
-        if req == 0 || req == consts::request_null().bits() {
-            return;
-        }
         let ts = self.ts();
         // The slots are checked for once, for both the find and the
         // removal (the map's own `find` and `remove_at` check each time).
@@ -151,13 +157,21 @@ impl Guard {
         // released only once the event has what it needs.
         let r = &slots[i & MASK];
         let (entries, done, comms) = (&ts.table.entries, &mut ts.done, &ts.comms);
-        // One test for the usual request. Only persistent requests can be
-        // inactive or to MPI_PROC_NULL (the others never enter the map), and
-        // only they stay. Both paths inline the merge: a call per request
-        // costs more than the rest of its completion.
-        if !r.persistent {
+        // One test for the usual request (neither persistent nor
+        // cancelled). Only persistent requests can be inactive or to
+        // MPI_PROC_NULL (the others never enter the map), and only they
+        // stay. Every path inlines the merge: a call per request costs more
+        // than the rest of its completion.
+        if r.usual() {
             // SAFETY: as this function's (`st`).
-            unsafe { merge_completed(ev, r, st, site, entries, done, comms) };
+            unsafe { merge_completed::<false>(ev, r, st, site, entries, done, comms) };
+            ReqMap::remove_in(slots, &mut ts.reqs.len, i);
+            return;
+        }
+        if !r.persistent {
+            // Cancelled.
+            // SAFETY: as this function's (`st`).
+            unsafe { merge_completed::<true>(ev, r, st, site, entries, done, comms) };
             ReqMap::remove_in(slots, &mut ts.reqs.len, i);
             return;
         }
@@ -166,7 +180,7 @@ impl Guard {
         }
         if !r.proc_null {
             // SAFETY: as this function's (`st`).
-            unsafe { merge_completed(ev, r, st, site, entries, done, comms) };
+            unsafe { merge_completed::<true>(ev, r, st, site, entries, done, comms) };
         }
         let s = &mut slots[i & MASK];
         s.active = false;
@@ -177,12 +191,13 @@ impl Guard {
 /// Merges completed request `r` (status `st`, completed at `site`) into the
 /// event: what it moved (nothing if cancelled), and its posting key to learn
 /// `site` (`done`, of the thread's table `entries`). `comms` translates the
-/// source of a receive posted with `MPI_ANY_SOURCE`.
+/// source of a receive posted with `MPI_ANY_SOURCE`. `CANCEL`: the request
+/// may have been cancelled (else its flag is known to be clear).
 ///
 /// # Safety
 /// `st` is null or points to a status MPI filled.
 #[inline(always)]
-unsafe fn merge_completed(
+unsafe fn merge_completed<const CANCEL: bool>(
     ev: &mut Ev,
     r: &ReqInfo,
     st: *const MPI_Status,
@@ -196,11 +211,14 @@ unsafe fn merge_completed(
     // every call after the first), when the event would write what is
     // there. No entry at that index (a folded key): the event would write
     // nowhere either.
-    if entries.get(r.agg).is_some_and(|e| e.done_ra != site) {
-        done.push((r.agg, r.init_ra, r.fid));
+    if entries
+        .get(r.agg as usize)
+        .is_some_and(|e| e.done_ra != site)
+    {
+        done.push((r.agg as usize, r.init_ra, r.fid));
     }
     let mut cancelled = false;
-    if r.cancel && !st.is_null() {
+    if CANCEL && r.cancel && !st.is_null() {
         let mut flag: core::ffi::c_int = 0;
         // SAFETY: `st` is non-null, so a status MPI filled (this
         // function's contract); `flag` is a live local.
@@ -254,6 +272,12 @@ fn null_post(ts: &mut ThreadState, req: usize, proc_null: bool) -> bool {
 #[cold]
 #[inline(never)]
 fn unmatched(ts: &mut ThreadState, ev: &mut Ev, req: usize) {
+    // `MPI_REQUEST_NULL` (an array's finished entry) and handle 0 (the
+    // map's empty slot) are never in the map: ignored, here rather than
+    // before each look-up.
+    if req == 0 || req == consts::request_null().bits() {
+        return;
+    }
     if ts.null_next != 0 && ts.null_reqs.contains(&req) {
         return;
     }
@@ -288,12 +312,12 @@ pub(crate) fn merge_done(ev: &mut Ev, r: &ReqInfo, bytes: u64, peer: i32) {
         }
         k.bytes = k.bytes.saturating_add(bytes);
     }
-    k.nreq = k.nreq.saturating_add(1);
-    if r.p2p {
-        if r.recv {
-            k.nrecv = k.nrecv.saturating_add(1);
-        } else {
-            k.nsend = k.nsend.saturating_add(1);
-        }
+    // The counts as one add, unless saturated (a call that completed
+    // 65,535 requests).
+    if k.nreq < u16::MAX {
+        k.nreq += 1;
+        k.add_p2p(r.counts);
+    } else {
+        k.add_p2p_saturating(r.counts);
     }
 }

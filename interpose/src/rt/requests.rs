@@ -3,9 +3,10 @@
 
 use super::SiteRef;
 
-/// What a pending request was posted as. Laid out (`repr(C)`) so that the
-/// post's constant fields (function, kind, flags) share a word and are
-/// written together.
+/// What a pending request was posted as. Laid out (`repr(C)`, 64 bytes) so
+/// that the post's constant fields (function, kind, flags) share a word and
+/// are written together, and so that the two flags a completion tests first
+/// (`persistent`, `cancel`) are one 16-bit word (`usual`).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ReqInfo {
@@ -17,24 +18,38 @@ pub struct ReqInfo {
     pub ra: SiteRef,
     pub init_ra: SiteRef,
     pub bytes: u64,
-    /// Index of the posting key's entry in the thread's table
-    /// (`usize::MAX`: none), checked against `ra` and `fid` before use.
-    pub agg: usize,
+    /// Index of the posting key's entry in the thread's table (`u32::MAX`:
+    /// none; the table holds at most 2^24 keys), checked against `ra` and
+    /// `fid` before use.
+    pub agg: u32,
+    /// What its completion adds to the completing call's receive and send
+    /// counts, as one word (`NRECV_1` and `NSEND_1`, see `CallKey::add_p2p`):
+    /// set once at the post, so that a completion adds without testing the
+    /// request's kind.
+    pub counts: u32,
     pub p: u32,
     pub peer: i32,
     pub fid: u16,
     pub persistent: bool,
-    pub recv: bool,
-    /// A point-to-point request (not a non-blocking collective's).
-    pub p2p: bool,
-    /// A persistent request between `MPI_Start` and its completion.
-    pub active: bool,
     /// `MPI_Cancel` was called on it: its completion checks the status.
     pub cancel: bool,
+    pub recv: bool,
+    /// A persistent request between `MPI_Start` and its completion.
+    pub active: bool,
     /// Posted to or from `MPI_PROC_NULL` (a persistent one: the others never
     /// enter the map): moves nothing, ignored by completions and starts.
     pub proc_null: bool,
 }
+
+const _: () = assert!(std::mem::size_of::<ReqInfo>() == 64);
+// `usual` reads `persistent` and `cancel` as one 16-bit word.
+const _: () =
+    assert!(std::mem::offset_of!(ReqInfo, cancel) == std::mem::offset_of!(ReqInfo, persistent) + 1);
+
+/// A point-to-point receive's and send's `counts` (a non-blocking
+/// collective's are 0).
+pub const NRECV_1: u32 = 1;
+pub const NSEND_1: u32 = 1 << 16;
 
 impl ReqInfo {
     pub(crate) const EMPTY: ReqInfo = ReqInfo {
@@ -43,17 +58,31 @@ impl ReqInfo {
         ra: SiteRef::NONE,
         init_ra: SiteRef::NONE,
         bytes: 0,
-        agg: usize::MAX,
+        agg: u32::MAX,
+        counts: 0,
         p: 0,
         peer: 0,
         fid: 0,
         persistent: false,
-        recv: false,
-        p2p: false,
-        active: false,
         cancel: false,
+        recv: false,
+        active: false,
         proc_null: false,
     };
+
+    /// Neither persistent nor cancelled: the completion that only merges
+    /// and forgets. One load and test for both flags (a completion per
+    /// request tests it).
+    #[inline(always)]
+    pub(crate) fn usual(&self) -> bool {
+        // SAFETY: `persistent` and `cancel` are adjacent bytes of `self`
+        // (asserted above), read through a pointer to the whole struct's
+        // memory; both are `bool`s, so the word is 0 only when both are
+        // false. Unaligned: read as such.
+        let base = (self as *const ReqInfo).cast::<u8>();
+        let at = std::mem::offset_of!(ReqInfo, persistent);
+        unsafe { base.add(at).cast::<u16>().read_unaligned() == 0 }
+    }
 }
 
 /// Request handles returned by posts to or from `MPI_PROC_NULL` that are not
@@ -183,9 +212,8 @@ impl ReqMap {
     /// map is allocated once, for the find and the removal).
     #[inline(always)]
     pub(crate) fn find_in(slots: &Slots, h: usize) -> Option<usize> {
-        if h == 0 {
-            return None;
-        }
+        // No test for handle 0 (the empty slot's): the probe stops at the
+        // first empty slot before any slot could match it.
         let mut i = Self::home(h);
         for _ in 0..REQ_SLOTS {
             let s = slots[i & MASK].handle;

@@ -256,3 +256,46 @@ fn region_octaves_keep_counts_and_sums_exact_and_each_pass_in_its_octave() {
     );
     assert!(h.buckets.iter().any(|b| (b.1, b.2) == (1, 1024)));
 }
+
+/// A completion's counts: the receive and send counts added as one word
+/// never carry into each other, and every count stops at `u16::MAX` (a call
+/// that completed more requests than that).
+#[test]
+fn completion_counts_add_by_kind_and_saturate() {
+    use super::completion::merge_done;
+    use super::event::Ev;
+    use super::requests::{NRECV_1, NSEND_1};
+    let recv = ReqInfo {
+        counts: NRECV_1,
+        recv: true,
+        ..ReqInfo::EMPTY
+    };
+    let send = ReqInfo {
+        counts: NSEND_1,
+        ..ReqInfo::EMPTY
+    };
+    let coll = ReqInfo::EMPTY;
+    let mut ev = Ev::new(1, SiteRef::native(0x40));
+    for r in [&recv, &recv, &send, &coll] {
+        merge_done(&mut ev, r, 8, 1);
+    }
+    let k = ev.key;
+    assert_eq!((k.nreq, k.nrecv, k.nsend), (4, 2, 1));
+    assert_eq!((k.role, k.spare), (Role::None, [0; 5]));
+    // Receives alone, past the limit: nreq and nrecv stop at the maximum,
+    // nsend stays 0 (no carry out of nrecv).
+    let mut ev = Ev::new(1, SiteRef::native(0x40));
+    for _ in 0..70_000 {
+        merge_done(&mut ev, &recv, 8, 1);
+    }
+    let k = ev.key;
+    assert_eq!((k.nreq, k.nrecv, k.nsend), (u16::MAX, u16::MAX, 0));
+    // Sends past the limit: nothing spills into the role.
+    let mut ev = Ev::new(1, SiteRef::native(0x40));
+    for _ in 0..70_000 {
+        merge_done(&mut ev, &send, 8, 1);
+    }
+    let k = ev.key;
+    assert_eq!((k.nreq, k.nrecv, k.nsend), (u16::MAX, 0, u16::MAX));
+    assert_eq!((k.role, k.spare), (Role::None, [0; 5]));
+}
