@@ -75,12 +75,12 @@ impl ReqInfo {
     /// request tests it).
     #[inline(always)]
     pub(crate) fn usual(&self) -> bool {
+        let base = (self as *const ReqInfo).cast::<u8>();
+        let at = std::mem::offset_of!(ReqInfo, persistent);
         // SAFETY: `persistent` and `cancel` are adjacent bytes of `self`
         // (asserted above), read through a pointer to the whole struct's
         // memory; both are `bool`s, so the word is 0 only when both are
         // false. Unaligned: read as such.
-        let base = (self as *const ReqInfo).cast::<u8>();
-        let at = std::mem::offset_of!(ReqInfo, persistent);
         unsafe { base.add(at).cast::<u16>().read_unaligned() == 0 }
     }
 }
