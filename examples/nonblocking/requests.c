@@ -9,7 +9,8 @@
  *      Isend to MPI_PROC_NULL, Irecv from MPI_PROC_NULL, an inactive
  *      persistent receive]: only the Irecv moves data, so the Waitall must
  *      record it (its line, 8 bytes, peer 1). Open MPI returns one shared
- *      request for every post to or from MPI_PROC_NULL.
+ *      request for every post to or from MPI_PROC_NULL. Then a blocking
+ *      MPI_Recv and MPI_Sendrecv from MPI_PROC_NULL (0 bytes, no peer).
  *   2. MPI_Testall polled until done over [Irecv, Isend to MPI_PROC_NULL].
  *   3. MPI_Test: exactly 1000 polls that cannot succeed (rank 1 sends only
  *      when told to), then polls until done.
@@ -66,6 +67,9 @@ int main(int argc, char **argv)
             MPI_Irecv(&zr, 1, MPI_LONG, MPI_PROC_NULL, 10, MPI_COMM_WORLD, &r[3]); /* MPIOVER-EXPECT: rq-irecv-null */
             MPI_Waitall(5, r, MPI_STATUSES_IGNORE); /* MPIOVER-EXPECT: rq-waitall */
             sum += v;
+            /* Blocking receives from MPI_PROC_NULL: nothing arrives. */
+            MPI_Recv(&zr, 1, MPI_LONG, MPI_PROC_NULL, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* MPIOVER-EXPECT: rq-recv-null */
+            MPI_Sendrecv(&z, 0, MPI_LONG, MPI_PROC_NULL, 12, &zr, 1, MPI_LONG, MPI_PROC_NULL, 12, MPI_COMM_WORLD, &s1); /* MPIOVER-EXPECT: rq-sendrecv-null */
         }
         MPI_Request_free(&r[4]);
 

@@ -134,10 +134,14 @@ pub(crate) fn event_parts(g: &mut Gen, name: &str, f: &Func, e: &Function) -> Pa
         p.pre.extend(quote! { let mut __pn = false; });
     }
     if rank.is_some() {
-        // A call to or from MPI_PROC_NULL moves nothing that way.
+        // A call to or from MPI_PROC_NULL moves nothing that way. A receive
+        // whose bytes come from the status needs no test: the standard has
+        // a receive from MPI_PROC_NULL return a count of 0 in its status.
         let zero = match r.peer {
             Peer::Dest(_) if r.send.is_some() => quote! { __sent = 0; },
-            Peer::Source(_) if r.recv.is_some() => quote! { __recvd = 0; },
+            Peer::Source(_) if r.recv.is_some() && !r.recv_from_status => {
+                quote! { __recvd = 0; }
+            }
             _ => quote! {},
         };
         let pn = if posts {
@@ -145,10 +149,12 @@ pub(crate) fn event_parts(g: &mut Gen, name: &str, f: &Func, e: &Function) -> Pa
         } else {
             quote! {}
         };
-        p.post.extend(quote! {
-            __key.peer = __wr;
-            if __rk == mpiover_mpisys::consts::proc_null() { #zero #pn }
-        });
+        p.post.extend(quote! { __key.peer = __wr; });
+        if !zero.is_empty() || !pn.is_empty() {
+            p.post.extend(quote! {
+                if __rk == mpiover_mpisys::consts::proc_null() { #zero #pn }
+            });
+        }
     }
     p.post.extend(match (r.send.is_some(), r.recv.is_some()) {
         (true, true) => quote! { __key.bytes = __sent.max(__recvd); },

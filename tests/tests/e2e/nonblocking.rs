@@ -271,6 +271,18 @@ fn nonblocking_waitall_ignores_null_proc_null_and_inactive_requests() {
         vec![(REQ_ITERS, 0, None)],
         "{ctx}"
     );
+    // Blocking receives from MPI_PROC_NULL: what the status says arrived
+    // (nothing), although 8 bytes were posted; no peer.
+    for (func, tag) in [
+        ("MPI_Recv", "rq-recv-null"),
+        ("MPI_Sendrecv", "rq-sendrecv-null"),
+    ] {
+        let got: Vec<_> = req_at(r0, func, tag)
+            .iter()
+            .map(|e| (e.count, e.bytes, e.peer))
+            .collect();
+        assert_eq!(got, vec![(REQ_ITERS, 0, None)], "{func}\n{ctx}");
+    }
     // Nothing the request map could not place.
     assert!(
         !r0.warnings
