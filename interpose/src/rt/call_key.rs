@@ -35,6 +35,17 @@ pub struct CallKey {
 }
 
 impl CallKey {
+    /// The key of six words laid out as `words` reads them.
+    #[inline(always)]
+    pub(crate) fn from_words(w: [u64; 6]) -> CallKey {
+        // The role's byte must be a `Role`: `words` of a key have one.
+        debug_assert!((w[5] >> 16) as u8 <= Role::NonRoot as u8);
+        // SAFETY: a key is 48 bytes with every byte a field's (asserted
+        // below), all integers or `SiteRef`s (any value is valid) but the
+        // role, whose byte the callers take from a `Role`.
+        unsafe { std::mem::transmute::<[u64; 6], CallKey>(w) }
+    }
+
     /// Adds a completed request's point-to-point `counts` (`ReqInfo::counts`:
     /// `NRECV_1` or `NSEND_1`, or 0) to `nrecv` and `nsend` with one add of
     /// the two as a 32-bit word. The caller keeps `nreq` below `u16::MAX`

@@ -40,33 +40,29 @@ impl Ev {
     /// The event of a call of function `fid` at `site`.
     #[inline(always)]
     pub fn new(fid: u16, site: SiteRef) -> Ev {
-        Ev {
-            key: CallKey {
-                ra: site,
-                post_ra: SiteRef::NONE,
-                bytes: 0,
-                p: 0,
-                peer: NONE_PEER,
-                fid,
-                completes: NONE_FN,
-                nreq: 0,
-                nrecv: 0,
-                nsend: 0,
-                role: Role::None,
-                spare: [0; 5],
-            },
-        }
+        Ev::with(fid, site, KeyFields::NONE)
     }
 
     /// The event of a call of function `fid` at `site` with the fields `k`.
+    /// Built as the key's six words, so that each is one store (field by
+    /// field, the compiler wrote the last two words in four stores).
     #[inline(always)]
     pub fn with(fid: u16, site: SiteRef, k: KeyFields) -> Ev {
-        let mut ev = Ev::new(fid, site);
-        ev.key.p = k.p;
-        ev.key.peer = k.peer;
-        ev.key.bytes = k.bytes;
-        ev.key.role = k.role;
-        ev
+        let mut key = CallKey::from_words([
+            site.bits() as u64,
+            SiteRef::NONE.bits() as u64,
+            k.bytes,
+            0,
+            // fid, completes; nreq and nrecv 0.
+            fid as u64 | (NONE_FN as u64) << 16,
+            // nsend 0, role, spare bytes 0.
+            (k.role as u8 as u64) << 16,
+        ]);
+        // p and peer as two stores (combined into one word they took a
+        // shift and an or more).
+        key.p = k.p;
+        key.peer = k.peer;
+        Ev { key }
     }
 }
 

@@ -17,10 +17,50 @@ pub(crate) struct Tls {
     pub(crate) ts: Cell<*mut ThreadState>,
 }
 
+/// The words of `NO_THREAD`: up to and with the state's `seen`.
+const NO_THREAD_WORDS: usize = std::mem::offset_of!(ThreadState, seen) / 8 + 1;
+
+/// What a thread's state pointer holds before its first call (`src/tls.c`
+/// initializes the pointer to it): zeros as far as the state's `seen`
+/// word, which no enabled state word equals, so that `enter`'s one test of
+/// that word also sends a thread without a state to `enter_slow`, and no
+/// wrapper tests the pointer for null. Only that word is ever read of it.
+#[repr(C, align(64))]
+pub(crate) struct NoThread([u64; NO_THREAD_WORDS]);
+
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub(crate) static mpiover_no_thread_state: NoThread = NoThread([0; NO_THREAD_WORDS]);
+
+/// The placeholder as a state pointer (compared, never dereferenced as a
+/// state).
+#[inline(always)]
+fn no_thread() -> *mut ThreadState {
+    std::ptr::addr_of!(mpiover_no_thread_state) as *mut ThreadState
+}
+
+/// The `seen` word of `ts`, this thread's state or the placeholder.
+///
+/// # Safety
+/// `ts` is this thread's state or `no_thread()`.
+#[inline(always)]
+unsafe fn seen_of(ts: *mut ThreadState) -> u64 {
+    // SAFETY: both a state and the placeholder hold the word at this
+    // offset (the placeholder is that large), and only this thread writes
+    // its state's.
+    unsafe {
+        ts.cast::<u8>()
+            .add(std::mem::offset_of!(ThreadState, seen))
+            .cast::<u64>()
+            .read()
+    }
+}
+
 /// This thread's pair: `mpiover_tls` of `src/tls.c`, in the initial-exec
 /// model, at a fixed offset from the thread pointer (`fs`): two loads and
-/// no call, so that the wrapper's arguments stay in their registers. Zeroed
-/// at the thread's start, no destructor: never in a "destroyed" state.
+/// no call, so that the wrapper's arguments stay in their registers. Set
+/// at the thread's start (not busy, the placeholder state), no destructor:
+/// never in a "destroyed" state.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn tls() -> &'static Tls {
@@ -46,6 +86,7 @@ fn tls() -> &'static Tls {
     thread_local! {
         static TLS: Tls = const { Tls { busy: Cell::new(false), ts: Cell::new(std::ptr::null_mut()) } };
     }
+    // Null where the C pair has the placeholder: `state_of` reads it so.
     // SAFETY: const-initialized without a destructor, so it lives as long as
     // the thread, and the reference stays on it (`Tls` is not `Sync`).
     TLS.with(|t| unsafe { &*(t as *const Tls) })
@@ -84,28 +125,55 @@ pub fn enter() -> Option<Guard> {
         return None;
     }
     let mut ts = t.ts.get();
+    // One test for a thread whose state is current: a state that missed a
+    // change of the word, and the placeholder of a thread without one,
+    // both differ (`NO_THREAD`).
+    #[cfg(not(target_arch = "x86_64"))]
     if ts.is_null() {
-        ts = ThreadState::create();
+        ts = enter_slow(t, st);
         if ts.is_null() {
             return None;
         }
-        t.ts.set(ts);
     }
-    t.busy.set(true);
-    // SAFETY: ts is non-null, owned by this thread.
-    let ts = unsafe { NonNull::new_unchecked(ts) };
-    let g = Guard {
-        ts,
-        busy: &t.busy as *const Cell<bool>,
-        st,
-    };
-    // SAFETY: as above.
-    unsafe {
-        if (*ts.as_ptr()).seen != st {
-            (*ts.as_ptr()).sync(st);
+    // SAFETY: this thread's state or the placeholder (the pair holds
+    // nothing else).
+    if unsafe { seen_of(ts) } != st {
+        ts = enter_slow(t, st);
+        if ts.is_null() {
+            return None;
         }
     }
-    Some(g)
+    t.busy.set(true);
+    Some(Guard {
+        // SAFETY: not null (tested above) and not the placeholder (its word
+        // differs, or `enter_slow` replaced it), so this thread's state.
+        ts: unsafe { NonNull::new_unchecked(ts) },
+        busy: &t.busy as *const Cell<bool>,
+        st,
+    })
+}
+
+/// `enter`'s way for a thread without a state yet (it is created) or whose
+/// state missed a change of the state word (it catches up): the state, or
+/// null when it cannot be had. Neither step calls MPI.
+#[cold]
+#[inline(never)]
+fn enter_slow(t: &'static Tls, st: u64) -> *mut ThreadState {
+    let mut ts = t.ts.get();
+    if ts.is_null() || ts == no_thread() {
+        ts = ThreadState::create();
+        if ts.is_null() {
+            return ts;
+        }
+        t.ts.set(ts);
+    }
+    // SAFETY: this thread's own state (created or set before).
+    unsafe {
+        if (*ts).seen != st {
+            (*ts).sync(st);
+        }
+    }
+    ts
 }
 
 /// Marks this thread as inside the tool without a state (hand-written hooks
@@ -133,5 +201,9 @@ pub fn is_busy() -> bool {
 
 /// This thread's state, if it has one (for init-time measurements).
 pub fn this_thread_state() -> *mut ThreadState {
-    tls().ts.get()
+    let ts = tls().ts.get();
+    if ts == no_thread() {
+        return std::ptr::null_mut();
+    }
+    ts
 }
