@@ -214,14 +214,15 @@ fn gather() -> Gathered {
 /// Adds one thread's keys to the rank's.
 fn merge_entries(merged: &mut HashMap<CallKey, Merged>, entries: &[KeyStats]) {
     for a in entries {
-        if a.count == 0 {
+        let (count, sum) = (a.count(), a.sum());
+        if count == 0 {
             continue;
         }
         let h = a.hist.sparse();
         match merged.get_mut(&a.key) {
             Some(m) => {
-                m.count += a.count;
-                m.sum = m.sum.wrapping_add(a.sum);
+                m.count += count;
+                m.sum = m.sum.wrapping_add(sum);
                 m.min = m.min.min(a.min);
                 m.max = m.max.max(a.max);
                 m.over = m.over.wrapping_add(a.over);
@@ -234,8 +235,8 @@ fn merge_entries(merged: &mut HashMap<CallKey, Merged>, entries: &[KeyStats]) {
                 merged.insert(
                     a.key,
                     Merged {
-                        count: a.count,
-                        sum: a.sum,
+                        count,
+                        sum,
                         min: a.min,
                         max: a.max,
                         over: a.over,

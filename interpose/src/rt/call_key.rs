@@ -175,11 +175,11 @@ impl CallKey {
     }
 }
 
-/// One key's statistics, durations in raw timer units.
+/// One key's statistics, durations in raw timer units. Its count and sum
+/// are its histogram's (`count`, `sum`): every call is added to a bucket,
+/// so a count and sum of their own were two adds per call to say the same.
 pub struct KeyStats {
     pub key: CallKey,
-    pub count: u64,
-    pub sum: u64,
     pub min: u64,
     pub max: u64,
     /// Sum of max(0, t - tmax) (raw units), when `tmax` is known.
@@ -244,8 +244,6 @@ impl KeyStats {
         };
         KeyStats {
             key,
-            count: 0,
-            sum: 0,
             min: u64::MAX,
             max: 0,
             over: 0,
@@ -260,9 +258,19 @@ impl KeyStats {
         }
     }
 
+    /// Calls added (its buckets' counts; off the hot path).
+    pub fn count(&self) -> u64 {
+        self.hist.v.iter().map(|b| b[0]).sum()
+    }
+
+    /// Their total time, raw units (its buckets' sums, wrapping as each
+    /// bucket's does).
+    pub fn sum(&self) -> u64 {
+        self.hist.v.iter().fold(0u64, |s, b| s.wrapping_add(b[1]))
+    }
+
     #[inline(always)]
     pub(crate) fn add(&mut self, dt: u64) {
-        tally!(self.count, self.sum, dt);
         // Branches rather than `min`/`max`: once a key has a few calls they
         // seldom move, and a taken-never store costs nothing, where the
         // select always loads, compares, selects and stores (one
@@ -283,8 +291,6 @@ impl KeyStats {
     }
 
     pub fn reset(&mut self) {
-        self.count = 0;
-        self.sum = 0;
         self.min = u64::MAX;
         self.max = 0;
         self.over = 0;
@@ -316,6 +322,12 @@ impl Stats for KeyStats {
     #[inline(always)]
     fn add(&mut self, dt: u64) {
         KeyStats::add(self, dt)
+    }
+    fn placeholder() -> KeyStats {
+        // A spare byte set: no call's key has one (they are always zero).
+        let mut key = Self::fold_key();
+        key.spare[0] = 1;
+        KeyStats::new(key)
     }
     fn fold_key() -> CallKey {
         CallKey {

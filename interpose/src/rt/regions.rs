@@ -109,6 +109,16 @@ impl Stats for RegionStats {
         h = (h.rotate_left(5) ^ k.to.bits() as u64).wrapping_mul(K);
         (h.rotate_left(5) ^ (k.from_fid as u64 | (k.to_fid as u64) << 16)).wrapping_mul(K)
     }
+    fn placeholder() -> RegionStats {
+        // No call's function: a region ends at a call, so its `to_fid` is
+        // a function's.
+        Self::fresh(RegionKey {
+            from: SiteRef::NONE,
+            to: SiteRef::NONE,
+            from_fid: u16::MAX,
+            to_fid: u16::MAX,
+        })
+    }
     fn fresh(key: RegionKey) -> RegionStats {
         RegionStats {
             key,

@@ -16,18 +16,31 @@ pub trait Stats {
     fn add(&mut self, dt: u64);
     /// The key of the entry past-the-cap keys fold into.
     fn fold_key() -> Self::Key;
+    /// An entry whose key no call has: what the memo's empty slots point
+    /// to, so that a look-up compares keys without testing for none first.
+    fn placeholder() -> Self;
 }
 
 /// Open-addressing table of keys (linear probing, no deletion), capped.
 pub struct Table<S: Stats> {
     pub(crate) slots: Box<[u32]>,
     pub(crate) shift: u32,
+    /// Allocated at `new` for every entry the table can hold (`cap` and the
+    /// fold entry) and never grown past it, so that its elements never
+    /// move: the memo keeps their addresses.
     pub entries: Vec<S>,
     pub(crate) cap: usize,
     /// The latest entry of each call site (by a few bits of its address):
     /// a loop that alternates between sites (post, post, complete) finds
-    /// its key here without hashing it.
-    pub(crate) recent: [usize; RECENT],
+    /// its key here without hashing it. Its address (into `entries`, or
+    /// `placeholder` for none), and its index (`usize::MAX` for none): the
+    /// hot path compares the key at the address and takes the index, with
+    /// no bounds check nor multiply to find the entry.
+    pub(crate) recent: [*mut S; RECENT],
+    pub(crate) recent_idx: [usize; RECENT],
+    /// What an empty memo slot points to (`Stats::placeholder`): boxed, so
+    /// that its address stays when the table moves.
+    placeholder: Box<S>,
     /// Index of the fold entry, once created.
     pub(crate) other: usize,
     pub folded_calls: u64,
@@ -51,12 +64,16 @@ impl<S: Stats> Table<S> {
     pub(crate) fn new(cap: usize) -> Table<S> {
         let cap = cap.clamp(1, 1 << 24);
         let nslots = (cap * 2).next_power_of_two().max(16);
+        let mut placeholder = Box::new(S::placeholder());
+        let none: *mut S = &mut *placeholder;
         Table {
             slots: vec![0u32; nslots].into_boxed_slice(),
             shift: 64 - nslots.trailing_zeros(),
             entries: Vec::with_capacity(cap + 1),
             cap,
-            recent: [usize::MAX; RECENT],
+            recent: [none; RECENT],
+            recent_idx: [usize::MAX; RECENT],
+            placeholder,
             other: usize::MAX,
             folded_calls: 0,
             fold_bits: Vec::new(),
@@ -75,24 +92,37 @@ impl<S: Stats> Table<S> {
     #[inline(always)]
     pub(crate) fn add_entry(&mut self, key: &S::Key, dt: u64) -> (usize, Option<&mut S>) {
         let r = recent_slot(S::site_bits(key));
-        let last = self.recent.get(r).copied().unwrap_or(usize::MAX);
-        // The memo's entry is checked first (its index is read before the
-        // entries are borrowed, so that the slow path may borrow them again).
-        let hit = self.entries.get(last).is_some_and(|e| e.key() == key);
-        if !hit {
+        let last = self.recent[r];
+        // SAFETY: a memo slot holds the placeholder's address or an entry's
+        // (`remember`), and neither moves: the placeholder is boxed and the
+        // entries' buffer never grows past its first capacity (`entries`).
+        // Only this thread touches its table, and no reference to an entry
+        // is alive across this call (the returned one borrows `self`).
+        let e = unsafe { &mut *last };
+        // The placeholder's key differs from every call's, so a slot
+        // without an entry misses here too.
+        if e.key() != key {
             // The key by value: the hot path never needs it in memory.
             let idx = self.add_slow(*key, dt);
-            if let Some(s) = self.recent.get_mut(r) {
-                *s = idx;
-            }
+            self.remember(r, idx);
             return (idx, self.entries.get_mut(idx));
         }
-        let e = self.entries.get_mut(last);
-        if let Some(e) = e {
-            e.add(dt);
-            return (last, Some(e));
+        e.add(dt);
+        (self.recent_idx[r], Some(e))
+    }
+
+    /// Memo slot `r` now names entry `idx` (none when folded).
+    #[inline(never)]
+    fn remember(&mut self, r: usize, idx: usize) {
+        let r = r & (RECENT - 1);
+        if idx < self.entries.len() {
+            // In bounds, so within the buffer that never moves.
+            self.recent[r] = self.entries.as_mut_ptr().wrapping_add(idx);
+            self.recent_idx[r] = idx;
+        } else {
+            self.recent[r] = &mut *self.placeholder;
+            self.recent_idx[r] = usize::MAX;
         }
-        (last, None)
     }
 
     #[inline(never)]
@@ -118,7 +148,8 @@ impl<S: Stats> Table<S> {
             }
             i += 1;
         }
-        // A new key.
+        // A new key. Within the capacity the entries were allocated with
+        // (`cap`, and the fold entry): they never move.
         if self.entries.len() < self.cap {
             let idx = self.entries.len();
             self.entries.push(S::fresh(*key));
@@ -167,7 +198,8 @@ impl<S: Stats> Table<S> {
     pub(crate) fn clear(&mut self) {
         self.slots.iter_mut().for_each(|s| *s = 0);
         self.entries.clear();
-        self.recent = [usize::MAX; RECENT];
+        self.recent = [&mut *self.placeholder; RECENT];
+        self.recent_idx = [usize::MAX; RECENT];
         self.other = usize::MAX;
         self.folded_calls = 0;
         self.fold_bits.clear();

@@ -41,13 +41,13 @@ fn table_aggregates_and_folds_past_the_cap() {
         .iter()
         .find(|e| e.key.fid == FID_OTHER)
         .expect("fold entry");
-    assert_eq!(other.count, t.folded_calls);
+    assert_eq!(other.count(), t.folded_calls);
     assert_eq!(t.folded_calls, 100 - 4 * 17);
     assert_eq!(t.folded_keys(), 2);
-    let total: u64 = t.entries.iter().map(|e| e.count).sum();
+    let total: u64 = t.entries.iter().map(|e| e.count()).sum();
     assert_eq!(total, 100);
     let e = &t.entries[0];
-    assert_eq!((e.min, e.max, e.count), (100, 196, 17));
+    assert_eq!((e.min, e.max, e.count()), (100, 196, 17));
 }
 
 #[test]
@@ -298,4 +298,36 @@ fn completion_counts_add_by_kind_and_saturate() {
     let k = ev.key;
     assert_eq!((k.nreq, k.nrecv, k.nsend), (u16::MAX, 0, u16::MAX));
     assert_eq!((k.role, k.spare), (Role::None, [0; 5]));
+}
+
+/// The memo of recent sites keeps entries' addresses: every call must land
+/// in its own key's entry however the sites share memo slots (200 sites on
+/// 64 slots, sites 64 bytes apart sharing one), as the table fills to its
+/// cap and folds, and after a reset.
+#[test]
+fn memo_finds_each_sites_entry_as_the_table_fills_and_after_a_reset() {
+    let mut t: Table<KeyStats> = Table::new(150);
+    for round in 0..2 {
+        for i in 0..3000u64 {
+            let site = 0x4000 + (i % 200) as usize * if i % 3 == 0 { 64 } else { 24 };
+            t.add(&key(site, i % 200), 1 + i % 7);
+        }
+        let mut by_key: std::collections::HashMap<CallKey, u64> = Default::default();
+        for i in 0..3000u64 {
+            let site = 0x4000 + (i % 200) as usize * if i % 3 == 0 { 64 } else { 24 };
+            *by_key.entry(key(site, i % 200)).or_default() += 1;
+        }
+        for e in t.entries.iter().filter(|e| e.key.fid != FID_OTHER) {
+            assert_eq!(Some(&e.count()), by_key.get(&e.key), "round {round}");
+        }
+        let total: u64 = t.entries.iter().map(|e| e.count()).sum();
+        assert_eq!(total, 3000, "round {round}");
+        assert_eq!(
+            t.entries.len(),
+            151,
+            "round {round}: the cap and the fold entry"
+        );
+        t.clear();
+        assert!(t.entries.is_empty());
+    }
 }
