@@ -175,6 +175,11 @@ impl CallKey {
     }
 }
 
+/// `KeyStats::region_from` of a key without a region hint: no entry's
+/// index (a table holds at most 2^24 keys) and not a folded call's
+/// (`usize::MAX` as `u32`), so that no previous call matches it.
+pub(crate) const NO_REGION: u32 = u32::MAX - 1;
+
 /// One key's statistics, durations in raw timer units. Its count and sum
 /// are its histogram's (`count`, `sum`): every call is added to a bucket,
 /// so a count and sum of their own were two adds per call to say the same.
@@ -195,13 +200,16 @@ pub struct KeyStats {
     /// requests (0: none seen yet; the latest one wins).
     pub done_ra: SiteRef,
     /// The region that ended at this key's call last: the entry of the key
-    /// whose call opened it (`region_from`) and the region's entry
-    /// (`region_in`); `u32::MAX` when none. A region's ends are the site and
-    /// function of two keys, so when the previous call's entry is
-    /// `region_from` again the region is `region_in`, found with one
-    /// compare.
+    /// whose call opened it (`region_from`, `NO_REGION` when none) and the
+    /// region's entry (`region_in`, the address of a `RegionStats` in the
+    /// thread's region table, whose entries never move; null when none;
+    /// untyped here, as this module is below the regions'). A region's ends
+    /// are the site and function of two keys, so when the previous call's
+    /// entry is `region_from` again the region is at `region_in`, found
+    /// with one compare. Both tables are only ever cleared together
+    /// (`ThreadState::reset`), so the address outlives the hint.
     pub region_from: u32,
-    pub region_in: u32,
+    pub region_in: *mut (),
     pub hist: Buckets,
 }
 
@@ -252,8 +260,8 @@ impl KeyStats {
             tmax_composed,
             tmax_missing,
             done_ra: SiteRef::NONE,
-            region_from: u32::MAX,
-            region_in: u32::MAX,
+            region_from: NO_REGION,
+            region_in: std::ptr::null_mut(),
             hist: Buckets::default(),
         }
     }

@@ -162,7 +162,7 @@ impl Passes<'_> {
         self,
         prev: usize,
         idx: usize,
-        hint: (u32, u32),
+        hint: (u32, *mut ()),
         to: SiteRef,
         to_fid: u16,
         t0: u64,
@@ -171,18 +171,17 @@ impl Passes<'_> {
         let opened = self.start.t;
         if opened != 0 {
             let dt = t0.wrapping_sub(opened);
-            // A folded previous call (`prev` all ones) may match a hint of
-            // no region (all ones): `r` then finds no entry.
+            // No previous call matches a key without a hint (`NO_REGION`),
+            // a folded one (`prev` all ones) included.
             let (from, r) = hint;
-            let done = from == prev as u32
-                && match self.regions.entries.get_mut(r as usize) {
-                    Some(r) => {
-                        r.add(dt);
-                        true
-                    }
-                    None => false,
-                };
-            if !done {
+            if from == prev as u32 {
+                // SAFETY: a hint's `from` is set only with the address of
+                // an entry of this thread's region table (`region_slow`),
+                // whose entries never move and are cleared only with the
+                // key that holds the hint (`KeyStats::region_in`); only this
+                // thread touches them.
+                unsafe { (*r.cast::<RegionStats>()).add(dt) };
+            } else {
                 region_slow(
                     self.start,
                     self.regions,
@@ -256,9 +255,9 @@ fn region_slow(
     // The hint needs both calls' entries (a folded key has none) and the
     // region's own (a folded region has none either).
     if r != usize::MAX && prev != usize::MAX {
-        if let Some(e) = keys.entries.get_mut(idx) {
+        if let (Some(e), Some(region)) = (keys.entries.get_mut(idx), regions.entries.get_mut(r)) {
             e.region_from = prev as u32;
-            e.region_in = r as u32;
+            e.region_in = (region as *mut RegionStats).cast();
         }
     }
 }
