@@ -14,8 +14,8 @@ struct mpiover_tls {
     void *ts;
 };
 
-/* Until the thread's first call, its state is this all-zero block (Rust's
- * `NO_THREAD`, src/rt/guard.rs), never a null pointer: the guard's test
+/* Until the thread's first call, its state is this all-zero block (defined
+ * in src/rt/guard.rs), never a null pointer: the guard's test
  * of the state's word then also finds the thread without a state, and the
  * hot path has no null test. The loader relocates the TLS image before it
  * copies it into any thread. */

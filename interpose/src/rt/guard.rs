@@ -17,7 +17,8 @@ pub(crate) struct Tls {
     pub(crate) ts: Cell<*mut ThreadState>,
 }
 
-/// The words of `NO_THREAD`: up to and with the state's `seen`.
+/// The words of `mpiover_no_thread_state`: up to and with the state's
+/// `seen`.
 const NO_THREAD_WORDS: usize = std::mem::offset_of!(ThreadState, seen) / 8 + 1;
 
 /// What a thread's state pointer holds before its first call (`src/tls.c`
@@ -86,7 +87,7 @@ fn tls() -> &'static Tls {
     thread_local! {
         static TLS: Tls = const { Tls { busy: Cell::new(false), ts: Cell::new(std::ptr::null_mut()) } };
     }
-    // Null where the C pair has the placeholder: `state_of` reads it so.
+    // Null where the C pair has the placeholder: `enter` tests for it here.
     // SAFETY: const-initialized without a destructor, so it lives as long as
     // the thread, and the reference stays on it (`Tls` is not `Sync`).
     TLS.with(|t| unsafe { &*(t as *const Tls) })
@@ -126,8 +127,8 @@ pub fn enter() -> Option<Guard> {
     }
     let mut ts = t.ts.get();
     // One test for a thread whose state is current: a state that missed a
-    // change of the word, and the placeholder of a thread without one,
-    // both differ (`NO_THREAD`).
+    // change of the word, and the placeholder of a thread without one
+    // (`mpiover_no_thread_state`), both differ.
     #[cfg(not(target_arch = "x86_64"))]
     if ts.is_null() {
         ts = enter_slow(t, st);
