@@ -95,8 +95,15 @@ fn significant(report: &Value, unjudged: &[String]) -> Vec<String> {
     v
 }
 
+/// Run alone on an idle machine (`_clean_`, the last step of
+/// `scripts/test`): the site near tmax is judged by how many of its
+/// sub-microsecond calls end above 1.5 times tmax, and among the parallel
+/// tests a run made while others build and measure can put its clean calls
+/// there too. In one CI run of 2026-11-29 the three calibrations agreed
+/// within 13 % (tmax 0.47-0.53 us) and the barrier stayed significant
+/// against every one of them, scaled by 1.5, while alone it passed.
 #[test]
-fn verdicts_hold_across_calibrations_and_a_site_near_tmax_is_marginal() {
+fn verdicts_of_a_clean_run_hold_across_calibrations_and_a_site_near_tmax_is_marginal() {
     let profiles = calibrations();
     // The barrier's waits end at about 1.15 times the lowest tmax: above it,
     // below 1.5 times it, and below the others' tmax when those lie higher.
