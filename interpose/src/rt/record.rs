@@ -2,6 +2,7 @@
 
 use std::sync::atomic::Ordering::*;
 
+use super::call_key::CallKey;
 use super::event::Ev;
 use super::guard::Guard;
 use super::state::{ENABLED, STATE};
@@ -37,20 +38,7 @@ impl Guard {
             tally!(f[0], f[1], dt);
         }
         let ra = ev.key.ra;
-        let prev = ts.last_event;
-        let (idx, e) = ts.table.add_entry(&ev.key, dt);
-        match e {
-            Some(e) => {
-                let hint = (e.region_from, e.region_in);
-                ts.last_event = idx;
-                ts.passes()
-                    .next_region(prev, idx, hint, ra, ev.key.fid, t0, t1);
-            }
-            None => {
-                ts.last_event = usize::MAX;
-                ts.passes().folded_region(prev, ra, ev.key.fid, t0, t1);
-            }
-        }
+        ts.add_call(&ev.key, dt, t0, t1);
         if COMPLETES && !ts.done.is_empty() {
             // The posting keys of what this completion completed learn
             // where they were completed.
@@ -64,6 +52,30 @@ impl Guard {
             }
         }
         ts.updating.store(false, Release);
+    }
+}
+
+impl ThreadState {
+    /// Adds a call of `dt` under `key` (entered at `t0`, returned at `t1`)
+    /// and gives the region that ended at its entry its pass: the event's
+    /// part that needs no wrapper (the tests drive it directly).
+    #[inline(always)]
+    pub(crate) fn add_call(&mut self, key: &CallKey, dt: u64, t0: u64, t1: u64) {
+        // Read before the table is written (as the key may be in memory the
+        // compiler cannot tell apart from it).
+        let (ra, fid, prev) = (key.ra, key.fid, self.last_event);
+        let (idx, e) = self.table.add_entry(key, dt);
+        match e {
+            Some(e) => {
+                let hint = (e.region_from, e.region_in);
+                self.last_event = idx;
+                self.passes().next_region(prev, idx, hint, ra, fid, t0, t1);
+            }
+            None => {
+                self.last_event = usize::MAX;
+                self.passes().folded_region(prev, ra, fid, t0, t1);
+            }
+        }
     }
 }
 

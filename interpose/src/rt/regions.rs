@@ -255,9 +255,11 @@ fn region_slow(
     // The hint needs both calls' entries (a folded key has none) and the
     // region's own (a folded region has none either).
     if r != usize::MAX && prev != usize::MAX {
-        if let (Some(e), Some(region)) = (keys.entries.get_mut(idx), regions.entries.get_mut(r)) {
+        if let (Some(e), true) = (keys.entries.get_mut(idx), r < regions.entries.len()) {
             e.region_from = prev as u32;
-            e.region_in = (region as *mut RegionStats).cast();
+            // From the buffer's own pointer, as the memo's (`Table::remember`),
+            // not from a reference to the element that later borrows end.
+            e.region_in = regions.entries.as_mut_ptr().wrapping_add(r).cast();
         }
     }
 }

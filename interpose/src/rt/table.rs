@@ -38,9 +38,10 @@ pub struct Table<S: Stats> {
     /// no bounds check nor multiply to find the entry.
     pub(crate) recent: [*mut S; RECENT],
     pub(crate) recent_idx: [usize; RECENT],
-    /// What an empty memo slot points to (`Stats::placeholder`): boxed, so
-    /// that its address stays when the table moves.
-    placeholder: Box<S>,
+    /// What an empty memo slot points to (`Stats::placeholder`): on the
+    /// heap, so that its address stays when the table moves, and held as
+    /// the raw pointer the memo copies (freed by `Drop`).
+    placeholder: *mut S,
     /// Index of the fold entry, once created.
     pub(crate) other: usize,
     pub folded_calls: u64,
@@ -64,14 +65,13 @@ impl<S: Stats> Table<S> {
     pub(crate) fn new(cap: usize) -> Table<S> {
         let cap = cap.clamp(1, 1 << 24);
         let nslots = (cap * 2).next_power_of_two().max(16);
-        let mut placeholder = Box::new(S::placeholder());
-        let none: *mut S = &mut *placeholder;
+        let placeholder = Box::into_raw(Box::new(S::placeholder()));
         Table {
             slots: vec![0u32; nslots].into_boxed_slice(),
             shift: 64 - nslots.trailing_zeros(),
             entries: Vec::with_capacity(cap + 1),
             cap,
-            recent: [none; RECENT],
+            recent: [placeholder; RECENT],
             recent_idx: [usize::MAX; RECENT],
             placeholder,
             other: usize::MAX,
@@ -94,7 +94,7 @@ impl<S: Stats> Table<S> {
         let r = recent_slot(S::site_bits(key));
         let last = self.recent[r];
         // SAFETY: a memo slot holds the placeholder's address or an entry's
-        // (`remember`), and neither moves: the placeholder is boxed and the
+        // (`remember`), and neither moves: the placeholder is on the heap and the
         // entries' buffer never grows past its first capacity (`entries`).
         // Only this thread touches its table, and no reference to an entry
         // is alive across this call (the returned one borrows `self`).
@@ -120,7 +120,7 @@ impl<S: Stats> Table<S> {
             self.recent[r] = self.entries.as_mut_ptr().wrapping_add(idx);
             self.recent_idx[r] = idx;
         } else {
-            self.recent[r] = &mut *self.placeholder;
+            self.recent[r] = self.placeholder;
             self.recent_idx[r] = usize::MAX;
         }
     }
@@ -198,10 +198,18 @@ impl<S: Stats> Table<S> {
     pub(crate) fn clear(&mut self) {
         self.slots.iter_mut().for_each(|s| *s = 0);
         self.entries.clear();
-        self.recent = [&mut *self.placeholder; RECENT];
+        self.recent = [self.placeholder; RECENT];
         self.recent_idx = [usize::MAX; RECENT];
         self.other = usize::MAX;
         self.folded_calls = 0;
         self.fold_bits.clear();
+    }
+}
+
+impl<S: Stats> Drop for Table<S> {
+    fn drop(&mut self) {
+        // SAFETY: made by `Box::into_raw` in `new`, freed only here; the memo
+        // that copies it goes with the table.
+        drop(unsafe { Box::from_raw(self.placeholder) });
     }
 }

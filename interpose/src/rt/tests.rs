@@ -331,3 +331,38 @@ fn memo_finds_each_sites_entry_as_the_table_fills_and_after_a_reset() {
         assert!(t.entries.is_empty());
     }
 }
+
+/// The regions between calls, found through the keys' hints: a loop over
+/// sites A, B and C whose third key folds (the table holds two) gives A -> B
+/// and B -> C every pass, and C -> A (from a folded call, whose key has no
+/// entry to take a hint from) every pass but the first, each with its own
+/// time; no pass lands in another region.
+#[test]
+fn regions_through_hints_and_from_a_folded_call_get_every_pass() {
+    let ts = state_in_a_region();
+    ts.table = Table::new(2);
+    ts.region_start.t = 0;
+    let (a, b, c) = (0x1000, 0x2000, 0x3000);
+    let mut t = 1_000;
+    for _ in 0..10 {
+        // Each call takes 5; the gaps before A, B and C are 7, 11 and 13.
+        for (site, gap) in [(a, 7), (b, 11), (c, 13)] {
+            t += gap;
+            ts.add_call(&key(site, 8), 5, t, t + 5);
+            t += 5;
+        }
+    }
+    let pass = |from: usize, to: usize| {
+        ts.regions
+            .entries
+            .iter()
+            .find(|r| r.key.from == SiteRef::native(from) && r.key.to == SiteRef::native(to))
+            .map(|r| (r.count(), r.sum()))
+    };
+    assert_eq!(pass(a, b), Some((10, 110)));
+    assert_eq!(pass(b, c), Some((10, 130)));
+    assert_eq!(pass(c, a), Some((9, 63)));
+    let all: u64 = ts.regions.entries.iter().map(|r| r.count()).sum();
+    assert_eq!(all, 29, "one pass per gap after the first call");
+    assert_eq!(ts.table.folded_calls, 10);
+}
